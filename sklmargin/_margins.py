@@ -1,0 +1,393 @@
+"""Margin functions: how each loss turns the target cosine into the target logit.
+
+Every loss of the family shares one pipeline (cosine matrix -> target transform ->
+scale -> softmax cross-entropy, see :mod:`sklmargin._objective`). A loss differs
+from another only by
+
+* what it normalises (the rows of ``X``, the class prototypes ``W``, both or none),
+  which decides the per-entry logit scale: a constant ``s``, ``|x_i|`` or
+  ``|w_j| |x_i|``;
+* the *target transform* ``f(cos)`` applied to the cosine of the true class, and
+  its derivative ``f'(cos)``;
+* the domain of its margin ``m`` and its defaults.
+
+A new margin is one small subclass of :class:`Margin` plus one line in
+``_REGISTRY``. Nothing outside this module knows any formula.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+# Cosines are clipped this far inside [-1, 1] before anything divides by
+# sin(theta) = sqrt(1 - c**2): the derivative of arccos is infinite at +-1, and a
+# sample exactly parallel to its prototype must give a finite (if large) slope,
+# never inf * 0 = NaN in the chain rule.
+_COS_CLIP = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-6}
+
+
+def _clip_cos(cos):
+    eps = _COS_CLIP.get(cos.dtype, 1e-12)
+    return np.clip(cos, -1.0 + eps, 1.0 - eps)
+
+
+def _sin_from_cos(cos_clipped):
+    return np.sqrt((1.0 - cos_clipped) * (1.0 + cos_clipped))
+
+
+def multiplicative_angular_margin(theta, m):
+    r"""Evaluate the monotone multiplicative margin :math:`\psi` of L-/A-Softmax.
+
+    .. math::
+
+        \psi(\theta) = (-1)^k \cos(m\theta) - 2k, \qquad
+        k = \lfloor m\theta/\pi \rfloor \in [0, \lceil m \rceil - 1]
+
+    :math:`\psi` is continuous and decreasing on :math:`[0, \pi]`, equals
+    :math:`\cos\theta` for ``m = 1`` and lies below it for ``m > 1``. A real ``m``
+    keeps both properties.
+
+    Parameters
+    ----------
+    theta : ndarray
+        Angles in radians, in ``[0, pi]``.
+    m : float
+        Multiplicative margin, ``m >= 1``.
+
+    Returns
+    -------
+    psi : ndarray
+        :math:`\psi(\theta)`.
+    dpsi_dtheta : ndarray
+        Its derivative with respect to ``theta``.
+
+    References
+    ----------
+    Liu et al., "Large-Margin Softmax Loss for Convolutional Neural Networks",
+    ICML 2016, arXiv:1612.02295.
+    """
+    m_theta = m * theta
+    k = np.minimum(np.floor(m_theta / math.pi), math.ceil(m) - 1)
+    sign = 1.0 - 2.0 * np.mod(k, 2.0)
+    psi = sign * np.cos(m_theta) - 2.0 * k
+    dpsi = -sign * m * np.sin(m_theta)
+    return psi, dpsi
+
+
+class Margin:
+    """Base class of a margin: the target transform of one loss.
+
+    Subclasses set the class attributes and implement :meth:`target`.
+
+    Attributes
+    ----------
+    name : str
+        The ``loss=`` string.
+    normalizes_X, normalizes_W : bool
+        Whether samples / class prototypes are projected to the unit sphere.
+    default_m : float
+        Margin used when ``m=None``.
+    default_s : float or None
+        Scale used when ``s=None``; ``None`` where the scale is a norm (L-/A-Softmax).
+    uses_lambda : bool
+        Whether the loss is softened by the ``lambda`` continuation of
+        L-/A-Softmax; ``default_lambda`` is then the final ``lambda``.
+    uses_s : bool
+        Whether the logit scale is the constant ``s`` (else a feature norm).
+    penalized : bool
+        Whether the L2 penalty ``C`` applies (losses whose objective depends on
+        ``|w_j|``); cosine losses are scale invariant in ``W`` and are regularised
+        through ``s`` and ``m`` instead.
+    """
+
+    name = ""
+    normalizes_X = True
+    normalizes_W = True
+    default_m = 0.0
+    default_s: float | None = 10.0
+    uses_lambda = False
+    penalized = False
+    uses_s = True
+
+    def check_m(self, m):
+        """Return ``m`` as a float, or raise ValueError if outside the domain."""
+        return _real(m, "m")
+
+    def check_s(self, s):
+        """Return ``s`` as a float, or raise ValueError if outside the domain."""
+        s = _real(s, "s")
+        if not s > 0:
+            raise ValueError(f"s must be > 0 for loss={self.name!r}; got s={s!r}.")
+        return s
+
+    def resolve(self, m=None, s=None):
+        """Validate ``m`` and ``s`` and replace ``None`` by the loss defaults."""
+        m = self.default_m if m is None else self.check_m(m)
+        if not self.uses_s:
+            if s is not None:
+                raise ValueError(
+                    f"s is not used by loss={self.name!r}: its logit scale is the "
+                    f"feature norm; leave s=None (got s={s!r})."
+                )
+            return m, None
+        s = self.default_s if s is None else self.check_s(s)
+        return m, s
+
+    def target(self, cos_y, m, lam=0.0):
+        """Target transform ``f(cos_y)`` and its derivative ``f'(cos_y)``.
+
+        Parameters
+        ----------
+        cos_y : ndarray of shape (n_samples,)
+            Cosine (or raw logit, for losses that need no angle) of each sample's
+            true class.
+        m : float
+            The resolved margin.
+        lam : float, default=0.0
+            Softening of L-/A-Softmax (ignored by the other losses).
+
+        Returns
+        -------
+        f, df : ndarray of shape (n_samples,)
+        """
+        raise NotImplementedError
+
+
+def _real(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {value!r}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {value!r}.")
+    return value
+
+
+class _NoMargin(Margin):
+    def check_m(self, m):
+        m = _real(m, "m")
+        if m != 0.0:
+            raise ValueError(
+                f"loss={self.name!r} has no margin: m must be None or 0 (got m={m!r}); "
+                "use loss='am-softmax' or 'arcface' for a margin."
+            )
+        return m
+
+    def target(self, cos_y, m, lam=0.0):
+        return cos_y.copy(), np.ones_like(cos_y)
+
+
+class Softmax(_NoMargin):
+    r"""Multinomial logistic regression: :math:`z_j = s\,\langle w_j, x\rangle + b_j`.
+
+    Nothing is normalised; ``s`` (default 1) is an inverse temperature and ``C`` the
+    inverse L2 strength, exactly as in :class:`sklearn.linear_model.LogisticRegression`.
+    """
+
+    name = "softmax"
+    normalizes_X = False
+    normalizes_W = False
+    default_s = 1.0
+    penalized = True
+
+
+class NormFace(_NoMargin):
+    r"""NormFace: :math:`z_j = s \cos\theta_j`, features and prototypes normalised.
+
+    References
+    ----------
+    Wang et al., "NormFace: L2 Hypersphere Embedding for Face Verification",
+    ACM MM 2017, arXiv:1704.06369.
+    """
+
+    name = "normface"
+    default_s = 10.0
+
+
+class AMSoftmax(Margin):
+    r"""Additive cosine margin (AM-Softmax, CosFace).
+
+    .. math:: f(\cos\theta_y) = \cos\theta_y - m, \qquad 0 \le m \le 1
+
+    References
+    ----------
+    Wang et al., "Additive Margin Softmax for Face Verification", arXiv:1801.05599;
+    Wang et al., "CosFace: Large Margin Cosine Loss", CVPR 2018, arXiv:1801.09414.
+    """
+
+    name = "am-softmax"
+    default_m = 0.1
+    default_s = 10.0
+
+    def check_m(self, m):
+        m = _real(m, "m")
+        if not 0.0 <= m <= 1.0:
+            raise ValueError(
+                f"m must be in [0, 1] for loss='am-softmax' (an additive cosine "
+                f"margin; cosines live in [-1, 1]); got m={m!r}."
+            )
+        return m
+
+    def target(self, cos_y, m, lam=0.0):
+        return cos_y - m, np.ones_like(cos_y)
+
+
+class ArcFace(Margin):
+    r"""Additive angular margin (ArcFace), ``m`` in radians.
+
+    .. math::
+
+        f(\cos\theta_y) = (-1)^k \cos(\theta_y + m) - 2k, \qquad
+        k = 1[\theta_y + m > \pi]
+
+    For :math:`\theta_y + m \le \pi` this is the paper's :math:`\cos(\theta_y + m)`.
+    Beyond, where :math:`\cos(\theta + m)` would start to *increase* again, the
+    paper's implementations switch to :math:`\cos\theta - m \sin m`, which jumps at
+    :math:`\theta = \pi - m`. We continue with the reflection used by the monotone
+    :math:`\psi` of SphereFace instead: continuous, differentiable (slope 0 at the
+    junction) and strictly decreasing, which keeps L-BFGS's line search on a smooth
+    objective. It is computed without ``arccos``:
+    :math:`\cos(\theta + m) = c \cos m - \sqrt{1 - c^2} \sin m`.
+
+    References
+    ----------
+    Deng et al., "ArcFace: Additive Angular Margin Loss for Deep Face Recognition",
+    CVPR 2019, arXiv:1801.07698.
+    """
+
+    name = "arcface"
+    default_m = 0.1
+    default_s = 10.0
+
+    def check_m(self, m):
+        m = _real(m, "m")
+        if not 0.0 <= m <= math.pi / 2:
+            raise ValueError(
+                "m must be in [0, pi/2] radians for loss='arcface' (an angle added "
+                f"to theta_y; 0.5 rad is the paper's value); got m={m!r}."
+            )
+        return m
+
+    def target(self, cos_y, m, lam=0.0):
+        c = np.clip(cos_y, -1.0, 1.0)
+        sin_theta = _sin_from_cos(c)
+        cos_m, sin_m = math.cos(m), math.sin(m)
+        f = c * cos_m - sin_theta * sin_m
+        c_clip = _clip_cos(cos_y)
+        df = cos_m + c_clip * (sin_m / _sin_from_cos(c_clip))
+        # theta + m > pi  <=>  c < cos(pi - m) = -cos(m): reflect (k = 1).
+        beyond = c < -cos_m
+        if np.any(beyond):
+            f = np.where(beyond, -2.0 - f, f)
+            df = np.where(beyond, -df, df)
+        return f, df
+
+
+class _MultiplicativeMargin(Margin):
+    r"""Shared part of L-Softmax and A-Softmax: the softened :math:`\psi`.
+
+    .. math::
+
+        f_\lambda(\cos\theta_y) = \frac{\lambda \cos\theta_y + \psi(\theta_y)}
+        {1 + \lambda}
+
+    where ``lambda`` is lowered from a large value (plain softmax) to its final
+    value by continuation (see :mod:`sklmargin._solver`); ``target`` receives the
+    current value as ``lam``.
+    """
+
+    default_m = 2.0
+    default_s = None
+    uses_s = False
+    uses_lambda = True
+    default_lambda = 1.0
+
+    def check_m(self, m):
+        m = _real(m, "m")
+        if not m >= 1.0:
+            raise ValueError(
+                f"m must be >= 1 for loss={self.name!r} (a multiplicative angular "
+                f"margin; m=1 is no margin, the papers use integers 2-4); got m={m!r}."
+            )
+        return m
+
+    def target(self, cos_y, m, lam=0.0):
+        c_clip = _clip_cos(cos_y)
+        theta = np.arccos(c_clip)
+        psi, dpsi_dtheta = multiplicative_angular_margin(theta, m)
+        dpsi_dc = dpsi_dtheta / -_sin_from_cos(c_clip)
+        c = np.clip(cos_y, -1.0, 1.0)
+        f = (lam * c + psi) / (1.0 + lam)
+        df = (lam + dpsi_dc) / (1.0 + lam)
+        return f, df
+
+
+class LSoftmax(_MultiplicativeMargin):
+    r"""Large-margin softmax: target logit :math:`|w_y||x|\,\psi(\theta_y)`.
+
+    Nothing is normalised; other logits are :math:`\langle w_j, x\rangle`. The L2
+    penalty ``C`` applies as in multinomial logistic regression.
+
+    References
+    ----------
+    Liu et al., "Large-Margin Softmax Loss for Convolutional Neural Networks",
+    ICML 2016, arXiv:1612.02295.
+    """
+
+    name = "l-softmax"
+    normalizes_X = False
+    normalizes_W = False
+    penalized = True
+
+
+class ASoftmax(_MultiplicativeMargin):
+    r"""Angular softmax (SphereFace): target logit :math:`|x|\,\psi(\theta_y)`.
+
+    Prototypes are normalised, samples are not: other logits are
+    :math:`|x| \cos\theta_j`.
+
+    References
+    ----------
+    Liu et al., "SphereFace: Deep Hypersphere Embedding for Face Recognition",
+    CVPR 2017, arXiv:1704.08063.
+    """
+
+    name = "a-softmax"
+    normalizes_X = False
+    normalizes_W = True
+
+
+_REGISTRY: dict[str, Margin] = {
+    margin.name: margin
+    for margin in (
+        Softmax(),
+        NormFace(),
+        AMSoftmax(),
+        ArcFace(),
+        LSoftmax(),
+        ASoftmax(),
+    )
+}
+ALIASES = {"cosface": "am-softmax", "sphereface": "a-softmax"}
+LOSS_NAMES = tuple(_REGISTRY) + tuple(ALIASES)
+
+
+def get_margin(loss):
+    """Return the :class:`Margin` registered under ``loss`` (or an alias).
+
+    Raises
+    ------
+    ValueError
+        If ``loss`` is unknown; the message lists the valid names.
+    """
+    if isinstance(loss, Margin):
+        return loss
+    key = ALIASES.get(loss, loss) if isinstance(loss, str) else None
+    if key not in _REGISTRY:
+        raise ValueError(
+            f"Unknown loss {loss!r}; valid names are "
+            f"{', '.join(map(repr, LOSS_NAMES))}."
+        )
+    return _REGISTRY[key]

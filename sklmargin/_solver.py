@@ -1,0 +1,159 @@
+"""L-BFGS glue: one smooth problem per call, continuation across problems.
+
+Two parts of the family are not one smooth problem:
+
+* L-/A-Softmax only train when the margin is introduced gradually (the papers'
+  ``lambda`` schedule). We solve a sequence of smooth problems with decreasing
+  ``lambda``, each warm-started from the previous solution.
+* SV-Softmax's support-vector mask is piecewise constant in the parameters, so
+  its objective jumps where a mask entry flips, and L-BFGS's line search assumes
+  smoothness. We hold the mask fixed during a run, recompute it, and warm-start
+  the next run until the mask no longer changes (DESIGN.md section 3.4).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+# Relative decrease that still counts as progress: essentially off, so that the
+# projected-gradient test ``tol`` decides when to stop (as LogisticRegression).
+_FTOL = 64 * np.finfo(np.float64).eps
+
+
+@dataclass
+class SolverResult:
+    """What a (multi-stage) L-BFGS fit returns."""
+
+    params: np.ndarray
+    n_iter: int
+    converged: bool
+    message: str
+
+
+def lbfgs(fun, x0, *, max_iter, tol, verbose=0):
+    """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (value, gradient)``, one forward and backward pass.
+    x0 : ndarray
+        Starting point (float64).
+    max_iter : int
+        Iteration budget.
+    tol : float
+        Stop when the largest absolute gradient entry is below ``tol``.
+    verbose : int
+        Passed on as scipy's ``iprint`` when positive.
+
+    Returns
+    -------
+    SolverResult
+    """
+    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
+    if verbose > 1:
+        options["iprint"] = verbose - 1
+    result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
+    converged = result.status == 0
+    if result.status == 2:
+        # "ABNORMAL" line-search ends happen once the objective's round-off
+        # dominates its decrease; at a gradient already near tol that is the
+        # optimum to working precision, not a failure.
+        converged = bool(np.max(np.abs(result.jac), initial=0.0) <= 10 * tol)
+    message = result.message
+    if isinstance(message, bytes):  # older scipy
+        message = message.decode()
+    return SolverResult(result.x, int(result.nit), converged, str(message))
+
+
+def fit_continuation(
+    objective,
+    x0,
+    *,
+    lambdas=(0.0,),
+    max_iter=1000,
+    tol=1e-6,
+    max_sv_rounds=10,
+    verbose=0,
+):
+    """Solve the sequence of smooth problems an objective needs.
+
+    For every ``lambda`` in ``lambdas`` (one value for losses without softening),
+    run L-BFGS; with SV-Softmax (``objective.t > 1``) repeat with the support
+    vector mask recomputed at the solution until it is stable or
+    ``max_sv_rounds`` runs are done. Every run warm-starts from the last.
+
+    Parameters
+    ----------
+    objective : LinearMarginObjective
+        Has ``loss_gradient``, settable ``lam`` and ``sv_mask``, and
+        ``compute_sv_mask``.
+    x0 : ndarray
+        Starting parameters.
+    lambdas : sequence of float
+        Softening schedule, the last value is the problem the user asked for.
+    max_iter : int
+        Iteration budget of each run.
+    tol : float
+        Gradient tolerance of the final run; earlier runs only set up the next
+        warm start and stop at ``max(tol, 1e-4)``.
+    max_sv_rounds : int
+        Cap on mask recomputations per stage.
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+        ``converged`` refers to the last run; ``n_iter`` is the total.
+    """
+    params = np.asarray(x0, dtype=np.float64)
+    n_iter = 0
+    result = None
+    uses_sv = objective.t != 1.0
+    for stage, lam in enumerate(lambdas):
+        objective.lam = lam
+        last_stage = stage == len(lambdas) - 1
+        stage_tol = tol if last_stage else max(tol, 1e-4)
+        mask = objective.compute_sv_mask(params) if uses_sv else None
+        for sv_round in range(max_sv_rounds if uses_sv else 1):
+            objective.sv_mask = mask
+            result = lbfgs(
+                objective.loss_gradient,
+                params,
+                max_iter=max_iter,
+                tol=stage_tol,
+                verbose=verbose,
+            )
+            params, n_iter = result.params, n_iter + result.n_iter
+            if verbose:
+                print(
+                    f"[sklmargin] lambda={lam:g} sv_round={sv_round} "
+                    f"iterations={result.n_iter} {result.message}"
+                )
+            if not uses_sv:
+                break
+            new_mask = objective.compute_sv_mask(params)
+            stable = np.array_equal(new_mask, mask)
+            mask = new_mask
+            if stable:
+                break
+    objective.sv_mask = None
+    return SolverResult(params, n_iter, result.converged, result.message)
+
+
+def warn_if_not_converged(result, max_iter, tol, estimator_name):
+    """Emit a ConvergenceWarning naming ``max_iter`` and ``tol`` if needed."""
+    if not result.converged:
+        warnings.warn(
+            f"{estimator_name} did not converge: L-BFGS stopped with "
+            f"'{result.message}' after {result.n_iter} iterations in total "
+            f"(max_iter={max_iter} per run, tol={tol}). Increase max_iter, loosen "
+            "tol, or scale the data (e.g. StandardScaler).",
+            ConvergenceWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,302 @@
+"""The two layers of the objective against finite differences and paper formulas."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from sklmargin import margin_softmax_loss
+from sklmargin._margins import ALIASES, LOSS_NAMES, get_margin
+from sklmargin._objective import LinearMarginObjective
+
+LOSSES = ["softmax", "normface", "am-softmax", "arcface", "l-softmax", "a-softmax"]
+# (m, s) away from defaults so a wrong default would not hide a bug.
+SETTINGS = {
+    "softmax": dict(m=None, s=1.5),
+    "normface": dict(m=None, s=7.0),
+    "am-softmax": dict(m=0.3, s=6.0),
+    "arcface": dict(m=0.4, s=5.0),
+    "l-softmax": dict(m=3.0, s=None),
+    "a-softmax": dict(m=2.5, s=None),
+}
+
+
+def five_point_gradient(fun, x, h=1e-5):
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = h
+        grad.flat[k] = (
+            -fun(x + 2 * e) + 8 * fun(x + e) - 8 * fun(x - e) + fun(x - 2 * e)
+        ) / (12 * h)
+    return grad
+
+
+def random_cosines(rng, n, k):
+    # Unit vectors so the cosines are genuine; keep them away from +-1 (kinks).
+    a = rng.standard_normal((n, 5))
+    b = rng.standard_normal((k, 5))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    return np.clip(a @ b.T, -0.95, 0.95)
+
+
+def away_from_kinks(loss, m, cos, y, t):
+    """True when no entry sits near a kink of the target or an SV mask flip."""
+    rows = np.arange(len(y))
+    c_y = cos[rows, y]
+    theta = np.arccos(c_y)
+    if loss == "arcface" and np.any(np.abs(theta + m - math.pi) < 1e-3):
+        return False
+    if loss in ("l-softmax", "a-softmax"):
+        ratio = m * theta / math.pi
+        if np.any(np.abs(ratio - np.round(ratio)) < 1e-3):
+            return False
+    if t > 1:
+        f_y, _ = get_margin(loss).target(c_y, m if m is not None else 0.0)
+        gap = np.abs(cos - f_y[:, None])
+        gap[rows, y] = 1.0
+        if np.any(gap < 1e-3):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("t", [1.0, 1.3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_pointwise_gradient_matches_finite_differences(loss, t, weighted):
+    rng = np.random.default_rng(0)
+    n, k = 12, 4
+    cos = random_cosines(rng, n, k)
+    y = rng.integers(0, k, n)
+    sw = rng.uniform(0.1, 3, n) if weighted else None
+    kw = dict(SETTINGS[loss])
+    norms = None
+    if kw["s"] is None:
+        kw.pop("s")
+        norms = rng.uniform(0.5, 3.0, (n, 1))
+    m = kw.get("m")
+    assert away_from_kinks(loss, m, cos, y, t)
+
+    def value(c):
+        return margin_softmax_loss(
+            c, y, loss=loss, t=t, norms=norms, sample_weight=sw, **kw
+        )[0]
+
+    # The SV mask is piecewise constant: differences are taken on one piece.
+    _, grad = margin_softmax_loss(
+        cos, y, loss=loss, t=t, norms=norms, sample_weight=sw, **kw
+    )
+    np.testing.assert_allclose(grad, five_point_gradient(value, cos), atol=1e-8)
+
+
+def _paper_logit_target(loss, c, m, s, norm):
+    theta = math.acos(max(-1.0, min(1.0, c)))
+    if loss in ("softmax", "normface"):
+        return s * c
+    if loss == "am-softmax":
+        return s * (c - m)
+    if loss == "arcface":
+        if theta + m <= math.pi:
+            return s * math.cos(theta + m)
+        return s * (-2.0 - math.cos(theta + m))  # our monotone continuation
+    # L-/A-Softmax: psi(theta) = (-1)^k cos(m theta) - 2k, k = floor(m theta/pi)
+    k = min(math.floor(m * theta / math.pi), math.ceil(m) - 1)
+    return norm * ((-1) ** k * math.cos(m * theta) - 2 * k)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("t", [1.0, 1.5])
+def test_loss_value_matches_per_sample_paper_formula(loss, t):
+    rng = np.random.default_rng(1)
+    n, k = 20, 5
+    cos = random_cosines(rng, n, k)
+    y = rng.integers(0, k, n)
+    sw = rng.uniform(0.1, 2, n)
+    kw = dict(SETTINGS[loss])
+    m = kw["m"] if kw["m"] is not None else 0.0
+    norms = None
+    if kw["s"] is None:
+        kw.pop("s")
+        norms = rng.uniform(0.5, 3.0, n)
+    total = 0.0
+    for i in range(n):
+        scale = norms[i] if norms is not None else kw["s"]
+        target = _paper_logit_target(loss, cos[i, y[i]], m, scale, scale)
+        logits = []
+        for j in range(k):
+            if j == y[i]:
+                logits.append(target)
+                continue
+            z = scale * cos[i, j]
+            # SV-Softmax (Wang et al. 2018, eq. 8): h = exp(s (t-1)(cos+1) I).
+            if target / scale - cos[i, j] < 0:
+                z += scale * (t - 1) * (cos[i, j] + 1)
+            logits.append(z)
+        top = max(logits)
+        lse = top + math.log(sum(math.exp(z - top) for z in logits))
+        total += sw[i] * (lse - target)
+    expected = total / sw.sum()
+    value, _ = margin_softmax_loss(
+        cos,
+        y,
+        loss=loss,
+        t=t,
+        sample_weight=sw,
+        norms=None if norms is None else norms[:, None],
+        **kw,
+    )
+    assert value == pytest.approx(expected, rel=1e-12)
+
+
+def _objective(loss, t, fit_intercept, rng, sparse_X=False, n=15, d=4, k=3):
+    X = rng.standard_normal((n, d))
+    if sparse_X:
+        X[rng.uniform(size=X.shape) < 0.3] = 0.0
+        X = sparse.csr_matrix(X)
+    y = np.arange(n) % k
+    sw = rng.uniform(0.2, 2.0, n)
+    kw = SETTINGS[loss]
+    margin = get_margin(loss)
+    m, s = margin.resolve(kw["m"], kw["s"])
+    obj = LinearMarginObjective(X, y, k, sw, margin, m, s, t, 0.7, fit_intercept)
+    if margin.uses_lambda:
+        obj.lam = 0.5
+    params = rng.standard_normal(obj.n_params)
+    return obj, params
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("t", [1.0, 1.4])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_full_objective_gradient_matches_finite_differences(loss, t, fit_intercept):
+    rng = np.random.default_rng(2)
+    obj, params = _objective(loss, t, fit_intercept, rng)
+    obj.sv_mask = obj.compute_sv_mask(params)  # hold SV fixed, as the solver does
+    _, grad = obj.loss_gradient(params)
+    numeric = five_point_gradient(lambda p: obj.loss_gradient(p)[0], params, h=1e-5)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface", "a-softmax"])
+def test_gradient_of_normalised_prototypes_is_orthogonal_to_them(loss):
+    rng = np.random.default_rng(3)
+    obj, params = _objective(loss, 1.0, True, rng)
+    _, grad = obj.loss_gradient(params)
+    coef, _ = obj.unpack(params)
+    grad_coef, _ = obj.unpack(grad)
+    radial = np.einsum("ij,ij->i", grad_coef, coef)
+    assert np.abs(radial).max() < 1e-12 * np.abs(grad_coef).max() * 10 + 1e-15
+    # and the objective does not change along v_j itself (scale invariance)
+    value = obj.loss_gradient(params)[0]
+    scaled = params.copy()
+    scaled[: coef.size] *= 3.0
+    assert obj.loss_gradient(scaled)[0] == pytest.approx(value, rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_sparse_and_dense_objective_agree(loss):
+    rng = np.random.default_rng(4)
+    obj_sparse, params = _objective(loss, 1.0, True, rng, sparse_X=True)
+    obj_dense = LinearMarginObjective(
+        obj_sparse.X.toarray() if loss == "softmax" else _densify(obj_sparse),
+        obj_sparse.y,
+        3,
+        obj_sparse.sample_weight,
+        obj_sparse.margin,
+        obj_sparse.m,
+        obj_sparse.s,
+        1.0,
+        0.7,
+        True,
+    )
+    obj_dense.lam = obj_sparse.lam
+    v1, g1 = obj_sparse.loss_gradient(params)
+    v2, g2 = obj_dense.loss_gradient(params)
+    assert v1 == pytest.approx(v2, rel=1e-12)
+    np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-14)
+
+
+def _densify(obj):
+    # Undo the internal normalisation: rows of X_hat times |x|.
+    return obj.X.toarray() * obj.x_norm[:, None]
+
+
+def test_m_zero_gives_normface():
+    rng = np.random.default_rng(5)
+    cos = random_cosines(rng, 30, 4)
+    y = rng.integers(0, 4, 30)
+    ref = margin_softmax_loss(cos, y, loss="normface", s=8.0)
+    for loss in ("am-softmax", "arcface"):
+        value, grad = margin_softmax_loss(cos, y, loss=loss, m=0.0, s=8.0)
+        assert value == pytest.approx(ref[0], rel=1e-12)
+        np.testing.assert_allclose(grad, ref[1], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("m", [1.0, 1.5, 2.0, 3.0, 4.0, 5.5])
+def test_psi_is_continuous_decreasing_and_below_cos(m):
+    margin = get_margin("l-softmax")
+    c = np.cos(np.linspace(0, math.pi, 20001))
+    psi, dpsi = margin.target(c, m, lam=0.0)
+    assert np.all(np.diff(psi) <= 1e-12)  # c decreases along theta: psi decreases
+    assert np.all(psi <= c + 1e-12)
+    assert np.max(np.abs(np.diff(psi))) < 1e-2  # no jumps
+    if m == 1.0:
+        np.testing.assert_allclose(psi, c, atol=1e-12)
+
+
+def test_arcface_target_is_continuous_and_monotone():
+    margin = get_margin("arcface")
+    c = np.linspace(-1, 1, 40001)
+    for m in (0.1, 0.5, 1.0, math.pi / 2):
+        f, df = margin.target(c, m)
+        assert np.all(np.diff(f) > 0)
+        assert np.max(np.abs(np.diff(f))) < 1e-2
+        assert np.all(np.isfinite(df)) and np.all(df >= -1e-9)
+
+
+def test_large_scale_and_parallel_samples_stay_finite():
+    cos = np.array([[1.0, -1.0, 0.3], [-1.0, 1.0, 1.0], [1.0, 1.0, -1.0]])
+    y = np.array([0, 0, 2])
+    for loss in ("am-softmax", "arcface", "normface"):
+        value, grad = margin_softmax_loss(cos, y, loss=loss, s=100.0)
+        assert np.isfinite(value) and np.all(np.isfinite(grad))
+    for loss in ("l-softmax", "a-softmax"):
+        value, grad = margin_softmax_loss(cos, y, loss=loss, m=4, norms=50.0)
+        assert np.isfinite(value) and np.all(np.isfinite(grad))
+
+
+def test_raw_logits_outside_unit_interval_are_used_as_given():
+    z = np.array([[3.0, -2.0], [0.5, 4.0]])
+    y = np.array([0, 1])
+    value, _ = margin_softmax_loss(z, y, loss="softmax")
+    expected = np.mean(np.log(np.exp(z).sum(1)) - z[[0, 1], y])
+    assert value == pytest.approx(expected)
+    v_am, _ = margin_softmax_loss(z, y, loss="am-softmax", m=0.0, s=1.0)
+    assert v_am == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(loss="nope"), "valid names"),
+        (dict(loss="am-softmax", m=1.5), "m must be in"),
+        (dict(loss="arcface", m=-0.1), "m must be in"),
+        (dict(loss="l-softmax", m=0.5, norms=1.0), "m must be >= 1"),
+        (dict(loss="normface", m=0.2), "no margin"),
+        (dict(loss="am-softmax", s=0.0), "s must be > 0"),
+        (dict(loss="am-softmax", t=0.5), "t must be"),
+        (dict(loss="l-softmax"), "norms"),
+    ],
+)
+def test_invalid_arguments_raise(kwargs, match):
+    cos = np.zeros((2, 3))
+    with pytest.raises(ValueError, match=match):
+        margin_softmax_loss(cos, [0, 1], **kwargs)
+
+
+def test_aliases_resolve():
+    assert set(ALIASES) <= set(LOSS_NAMES)
+    assert get_margin("cosface") is get_margin("am-softmax")
+    assert get_margin("sphereface") is get_margin("a-softmax")
