@@ -144,7 +144,9 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
                 (sample_weight, (y_encoded, np.arange(len(y_encoded)))),
                 shape=(n_classes, len(y_encoded)),
             )
-            means = np.asarray(Y @ objective.X, dtype=np.float64)
+            means = Y @ objective.X
+            means = means.toarray() if sparse.issparse(means) else means
+            means = np.asarray(means, dtype=np.float64)
             norms = np.linalg.norm(means, axis=1)
             degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
             if np.any(degenerate):
@@ -339,7 +341,8 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self._logits(X), axis=1)]
+        logits = self._logits(X)
+        return self.classes_[np.argmax(logits, axis=1)]
 
     def predict_proba(self, X):
         """Softmax of the margin-free logits.

@@ -340,6 +340,9 @@ class LSoftmax(_MultiplicativeMargin):
     normalizes_X = False
     normalizes_W = False
     penalized = True
+    # With lambda -> 0 a linear L-Softmax lets prototypes collapse to w_j = 0
+    # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20).
+    default_lambda = 10.0
 
 
 class ASoftmax(_MultiplicativeMargin):
@@ -357,6 +360,7 @@ class ASoftmax(_MultiplicativeMargin):
     name = "a-softmax"
     normalizes_X = False
     normalizes_W = True
+    default_lambda = 5.0  # SphereFace's lambda_min
 
 
 _REGISTRY: dict[str, Margin] = {

@@ -86,7 +86,7 @@ def fit_continuation(
     For every ``lambda`` in ``lambdas`` (one value for losses without softening),
     run L-BFGS; with SV-Softmax (``objective.t > 1``) repeat with the support
     vector mask recomputed at the solution until it is stable or
-    ``max_sv_rounds`` runs are done. Every run warm-starts from the last.
+    ``max_sv_rounds`` runs are done. Every stage warm-starts from the last.
 
     Parameters
     ----------
@@ -119,9 +119,11 @@ def fit_continuation(
         objective.lam = lam
         last_stage = stage == len(lambdas) - 1
         stage_tol = tol if last_stage else max(tol, 1e-4)
-        mask = objective.compute_sv_mask(params) if uses_sv else None
-        for sv_round in range(max_sv_rounds if uses_sv else 1):
-            objective.sv_mask = mask
+        if uses_sv:
+            params, result, stage_iter = _sv_rounds(
+                objective, params, max_iter, stage_tol, max_sv_rounds, verbose
+            )
+        else:
             result = lbfgs(
                 objective.loss_gradient,
                 params,
@@ -129,21 +131,62 @@ def fit_continuation(
                 tol=stage_tol,
                 verbose=verbose,
             )
-            params, n_iter = result.params, n_iter + result.n_iter
-            if verbose:
-                print(
-                    f"[sklmargin] lambda={lam:g} sv_round={sv_round} "
-                    f"iterations={result.n_iter} {result.message}"
-                )
-            if not uses_sv:
-                break
-            new_mask = objective.compute_sv_mask(params)
-            stable = np.array_equal(new_mask, mask)
-            mask = new_mask
-            if stable:
-                break
+            params, stage_iter = result.params, result.n_iter
+            _report(verbose, lam, 0, result)
+        n_iter += stage_iter
     objective.sv_mask = None
     return SolverResult(params, n_iter, result.converged, result.message)
+
+
+def _sv_rounds(objective, start, max_iter, tol, max_rounds, verbose):
+    """Mask rounds of SV-Softmax, keeping the best point of the exact objective.
+
+    Each round solves the smooth problem with a fixed support-vector mask. The
+    mask at its solution may differ, and a fixed point need not exist (entries
+    can oscillate across the boundary in a 2-cycle), so each round is judged on
+    the *exact* objective (mask recomputed): rounds go on while it decreases and
+    the mask changes, and the best point is returned.
+
+    Every round starts from the same ``start``, not from the previous solution:
+    a fixed-mask optimum does not depend on the start, and this way the result
+    depends on earlier rounds only through their (discrete) masks. Warm starts
+    carried each round's last-bit round-off into the next run, where L-BFGS's
+    line search amplified it to ~1e-7 (its floor, sqrt(eps / curvature)), so a
+    weighted fit and the same data with repeated rows ended visibly apart.
+    """
+    objective.sv_mask = None
+    best_value = objective.loss_gradient(start)[0]  # exact: mask from params
+    mask = objective.compute_sv_mask(start)
+    best_params, best_result, n_iter = start, None, 0
+    for sv_round in range(max_rounds):
+        objective.sv_mask = mask
+        result = lbfgs(
+            objective.loss_gradient, start, max_iter=max_iter, tol=tol, verbose=verbose
+        )
+        n_iter += result.n_iter
+        _report(verbose, objective.lam, sv_round, result)
+        objective.sv_mask = None
+        value = objective.loss_gradient(result.params)[0]
+        new_mask = objective.compute_sv_mask(result.params)
+        # A relative threshold keeps the decision identical under round-off.
+        if not value < best_value - 1e-12 * abs(best_value):
+            break
+        best_value, best_params, best_result = value, result.params, result
+        if np.array_equal(new_mask, mask):
+            break
+        mask = new_mask
+    if best_result is None:  # no round improved on the start: report the last
+        best_result = result
+        best_params = result.params
+    return best_params, best_result, n_iter
+
+
+def _report(verbose, lam, sv_round, result):
+    if verbose:
+        print(
+            f"[sklmargin] lambda={lam:g} sv_round={sv_round} "
+            f"iterations={result.n_iter} {result.message}"
+        )
 
 
 def warn_if_not_converged(result, max_iter, tol, estimator_name):
