@@ -4,6 +4,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from ._estimators import MarginSoftmaxClassifier
 from ._features import RandomFourierFeatures
+from ._kernel import KernelMarginSoftmaxClassifier
 from ._margins import LOSS_NAMES
 from ._objective import margin_softmax_loss
 
@@ -13,6 +14,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 __all__ = [
+    "KernelMarginSoftmaxClassifier",
     "LOSS_NAMES",
     "MarginSoftmaxClassifier",
     "RandomFourierFeatures",

@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklmargin import MarginSoftmaxClassifier
+from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 
 LINEAR_CONFIGS = [
     MarginSoftmaxClassifier(loss="softmax"),
@@ -15,7 +15,20 @@ LINEAR_CONFIGS = [
     MarginSoftmaxClassifier(loss="arcface", t=1.2),
 ]
 
+KERNEL_CONFIGS = [
+    KernelMarginSoftmaxClassifier(n_components=50, random_state=0),
+    KernelMarginSoftmaxClassifier(loss="arcface", n_components=50, random_state=0),
+    KernelMarginSoftmaxClassifier(loss="a-softmax", n_components=50, random_state=0),
+    KernelMarginSoftmaxClassifier(t=1.2, n_components=50, random_state=0),
+    KernelMarginSoftmaxClassifier(
+        n_components=50, kernel_approximation="rff", random_state=0
+    ),
+    KernelMarginSoftmaxClassifier(
+        n_components=50, kernel_approximation="nystroem", random_state=0
+    ),
+]
 
-@parametrize_with_checks(LINEAR_CONFIGS)
+
+@parametrize_with_checks(LINEAR_CONFIGS + KERNEL_CONFIGS)
 def test_sklearn_conformance(estimator, check):
     check(estimator)

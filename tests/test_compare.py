@@ -1,0 +1,575 @@
+"""Tests of ``python -m sklmargin compare``: arguments, data loading, outputs.
+
+Everything runs on tiny data with small feature widths and one BLAS thread, so
+the whole file takes seconds. Tests that need our estimators skip with a reason
+while ``sklmargin.MarginSoftmaxClassifier`` is not importable.
+"""
+
+import csv
+import importlib.util
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import make_classification
+from sklearn.kernel_approximation import RBFSampler
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+from sklmargin import _compare
+from sklmargin.__main__ import main
+from sklmargin._compare import (
+    C_GRID,
+    GRID_POINTS,
+    ROW_FIELDS,
+    CompareError,
+    CompareSettings,
+    Dataset,
+    ModelSpec,
+    ModelUnavailableError,
+    check_grid_sizes,
+    evaluate_model,
+    grid_size,
+    load_csv,
+    model_registry,
+    resolve_models,
+)
+
+
+def _ours_available(class_name):
+    try:
+        import sklmargin
+    except Exception:
+        return False
+    return hasattr(sklmargin, class_name)
+
+
+needs_ours = pytest.mark.skipif(
+    not _ours_available("MarginSoftmaxClassifier"),
+    reason="sklmargin.MarginSoftmaxClassifier is not importable yet",
+)
+needs_kernel = pytest.mark.skipif(
+    not _ours_available("KernelMarginSoftmaxClassifier"),
+    reason="sklmargin.KernelMarginSoftmaxClassifier is not importable yet",
+)
+
+# Fast and steady: one thread, tiny random-feature width, no progress lines.
+FAST = ["--threads", "1", "--n-components", "20", "-q"]
+PEERS = "LinearSVC,LogisticRegression"
+
+
+def _tiny_split(seed, n_classes=3, n_samples=90, n_features=6):
+    X, y = make_classification(
+        n_samples=n_samples,
+        n_features=n_features,
+        n_informative=4,
+        n_redundant=0,
+        n_classes=n_classes,
+        random_state=seed,
+    )
+    n_train = 2 * n_samples // 3
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
+@pytest.fixture(scope="module")
+def npz_dir(tmp_path_factory):
+    """A folder with two tiny datasets, deliberately written out of order."""
+    tmp_path = tmp_path_factory.mktemp("data")
+    for seed, name in [(1, "beta"), (0, "alpha")]:
+        X_train, y_train, X_test, y_test = _tiny_split(seed)
+        np.savez(
+            tmp_path / f"{name}.npz",
+            X_train=X_train,
+            y_train=y_train,
+            X_test=X_test,
+            y_test=y_test,
+        )
+    (tmp_path / "notes.txt").write_text("not a dataset")
+    return tmp_path
+
+
+def _write_csv(path, rows, header):
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def string_target_csv(tmp_path):
+    X, y = make_classification(
+        n_samples=60, n_features=3, n_informative=3, n_redundant=0, random_state=0
+    )
+    labels = np.array(["cat", "dog"])[y]
+    rows = [[*map(float, x), label] for x, label in zip(X, labels, strict=True)]
+    return _write_csv(tmp_path / "pets.csv", rows, ["f0", "f1", "f2", "species"])
+
+
+def _json_rows(path):
+    document = json.loads(path.read_text())
+    return document["metadata"], document["results"]
+
+
+# ---- command-line basics -------------------------------------------------------
+
+
+def test_models_list_prints_every_name(capsys):
+    assert main(["compare", "--models", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in model_registry():
+        assert name in out
+    assert main(["compare", "--list-models"]) == 0
+    assert "RBFSampler+LogisticRegression" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "models, expected",
+    [
+        ("LinearSVC,NoSuchModel", "'NoSuchModel'"),
+        ("LinearSCV", "Did you mean 'LinearSVC'"),
+        ("margin:hinge", "margin:am-softmax"),
+        (" , ", "no model names"),
+    ],
+)
+def test_unknown_model_is_a_clear_error(models, expected, capsys):
+    assert main(["compare", "--models", models, *FAST]) == 2
+    err = capsys.readouterr().err
+    assert "error" in err and expected in err
+    assert "Traceback" not in err
+
+
+def test_model_names_are_case_insensitive_and_references_are_added():
+    specs, notes = resolve_models("svc,logisticregression,SVC", model_registry())
+    assert [spec.name for spec in specs] == ["LinearSVC", "LogisticRegression", "SVC"]
+    assert any("LinearSVC" in note and "ratio" in note for note in notes)
+
+
+def test_model_globs():
+    specs, _ = resolve_models("*Regression", model_registry())
+    assert [spec.name for spec in specs] == [
+        "LinearSVC",
+        "LogisticRegression",
+        "RBFSampler+LogisticRegression",
+        "Nystroem+LogisticRegression",
+    ]
+    with pytest.raises(CompareError, match="unknown model 'forest:\\*'"):
+        resolve_models("forest:*", model_registry())
+
+
+def test_default_selection_skips_unavailable_ours_with_a_note(monkeypatch):
+    def unavailable(name):
+        raise ModelUnavailableError(f"sklmargin.{name} is not importable")
+
+    monkeypatch.setattr(_compare, "sklmargin_class", unavailable)
+    specs, notes = resolve_models(None, model_registry())
+    assert all(not spec.ours for spec in specs)
+    assert any("skipping margin:am-softmax" in note for note in notes)
+    with pytest.raises(CompareError, match="unavailable"):
+        resolve_models("margin:am-softmax", model_registry())
+    specs, notes = resolve_models("LinearSVC,margin:*", model_registry())
+    assert [spec.name for spec in specs] == ["LinearSVC", "LogisticRegression"]
+    assert sum("skipping margin:" in note for note in notes) == 6
+
+
+def test_usage_errors_return_non_zero(capsys):
+    assert main([]) == 2
+    assert main(["compare", "--repeats", "0"]) == 2
+    assert main(["compare", "--test-size", "1.5"]) == 2
+    assert main(["compare", "--threads", "-1"]) == 2
+    assert main(["compare", "--help"]) == 0
+    assert "--svc-max-samples" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--csv", "missing.csv", "--target", "y"], "file not found"),
+        (["--csv", "missing.csv"], "--target"),
+        (["--target", "y"], "--target only applies to --csv"),
+        (["--data", "no/such/dir"], "not a directory"),
+        (["--output", "results.txt"], ".json, .csv"),
+        (["--datasets", "digits,mnist"], "'mnist'"),
+    ],
+)
+def test_input_errors_are_messages_not_tracebacks(args, expected, capsys):
+    assert main(["compare", *args, "--models", PEERS, *FAST]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert "Traceback" not in err
+
+
+def test_missing_matplotlib_is_reported_before_the_run(monkeypatch, capsys):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "matplotlib" else real_find_spec(name, *a),
+    )
+    assert main(["compare", "--plot", "acc.png", "--models", PEERS, *FAST]) == 2
+    captured = capsys.readouterr()
+    assert "pip install sklmargin[plot]" in captured.err
+    assert "==" not in captured.out  # nothing ran
+
+
+def test_python_dash_m_entry_point():
+    result = subprocess.run(
+        [sys.executable, "-m", "sklmargin", "compare", "--models", "list"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "LinearSVC" in result.stdout
+
+
+# ---- data sources --------------------------------------------------------------
+
+
+def test_data_dir_runs_every_npz_sorted(npz_dir, capsys):
+    assert main(["compare", "--data", str(npz_dir), "--models", PEERS, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert out.index("== alpha") < out.index("== beta")
+    for name in ("alpha", "beta", "LinearSVC", "LogisticRegression"):
+        assert name in out
+    assert "n_train=60, n_test=30, n_features=6, n_classes=3" in out
+
+
+def test_datasets_selects_by_name(npz_dir, capsys):
+    args = ["compare", "--data", str(npz_dir), "--datasets", "beta", *FAST]
+    assert main([*args, "--models", PEERS]) == 0
+    out = capsys.readouterr().out
+    assert "== beta" in out and "== alpha" not in out
+    assert main(["compare", "--data", str(npz_dir), "--datasets", "list"]) == 0
+    assert capsys.readouterr().out.split() == ["alpha", "beta"]
+
+
+def test_npz_without_the_expected_arrays_is_an_error(tmp_path, capsys):
+    np.savez(tmp_path / "bad.npz", X=np.zeros((4, 2)))
+    assert main(["compare", "--data", str(tmp_path), "--models", PEERS, *FAST]) == 2
+    assert "lacks X_train" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("pandas", [True, False], ids=["pandas", "csv-module"])
+def test_csv_with_string_target(string_target_csv, tmp_path, pandas, monkeypatch):
+    if not pandas:
+        monkeypatch.setattr(_compare, "_pandas_or_none", lambda: None)
+    output = tmp_path / "out.json"
+    args = ["compare", "--csv", str(string_target_csv), "--target", "species"]
+    assert main([*args, "--models", PEERS, "--output", str(output), *FAST]) == 0
+    _, rows = _json_rows(output)
+    assert {row["dataset"] for row in rows} == {"pets"}
+    assert all(row["status"] == "ok" for row in rows)
+    # 60 rows, --test-size 0.25, stratified
+    assert (rows[0]["n_train"], rows[0]["n_test"], rows[0]["n_classes"]) == (45, 15, 2)
+
+
+@pytest.mark.parametrize("pandas", [True, False], ids=["pandas", "csv-module"])
+def test_csv_non_numeric_feature_names_the_column(tmp_path, pandas, monkeypatch):
+    if not pandas:
+        monkeypatch.setattr(_compare, "_pandas_or_none", lambda: None)
+    rows = [[1.0, "red", "a"], [2.0, "blue", "b"]] * 10
+    path = _write_csv(tmp_path / "c.csv", rows, ["size", "colour", "label"])
+    with pytest.raises(CompareError, match="'colour' is not numeric"):
+        load_csv(path, "label")
+    with pytest.raises(CompareError, match="no column 'kind'.*'colour'"):
+        load_csv(path, "kind")
+
+
+def test_csv_missing_feature_value_names_the_column(tmp_path):
+    rows = [[1.0, 2.0, "a"], [2.0, "", "b"]] * 10
+    path = _write_csv(tmp_path / "m.csv", rows, ["size", "weight", "label"])
+    with pytest.raises(CompareError, match="'weight' has missing values"):
+        load_csv(path, "label")
+
+
+def test_csv_error_through_main(tmp_path, capsys):
+    rows = [[1.0, "red", "a"], [2.0, "blue", "b"]] * 10
+    path = _write_csv(tmp_path / "c.csv", rows, ["size", "colour", "label"])
+    args = ["compare", "--csv", str(path), "--target", "label", "--models", PEERS]
+    assert main([*args, *FAST]) == 2
+    assert "colour" in capsys.readouterr().err
+
+
+# ---- results and outputs -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def json_run(npz_dir, tmp_path_factory):
+    output = tmp_path_factory.mktemp("out") / "results.json"
+    args = ["compare", "--data", str(npz_dir), "--output", str(output)]
+    models = f"{PEERS},RBFSampler+LogisticRegression"
+    assert main([*args, "--models", models, "--repeats", "2", *FAST]) == 0
+    return output
+
+
+def test_json_output_round_trip(json_run):
+    metadata, rows = _json_rows(json_run)
+    assert len(rows) == 2 * 3
+    for row in rows:
+        assert tuple(row) == ROW_FIELDS
+        assert row["status"] == "ok"
+        assert 0 <= row["accuracy"] <= 1
+        assert row["fit_time"] > 0 and row["predict_time"] > 0
+        assert row["repeats"] == 2
+    references = [row for row in rows if row["model"] == "LinearSVC"]
+    assert all(row["fit_ratio_vs_LinearSVC"] == 1 for row in references)
+    assert metadata["settings"]["tol"] == 1e-4
+    assert "scikit-learn" in metadata["environment"]
+
+
+def test_csv_output_round_trip(npz_dir, tmp_path):
+    output = tmp_path / "results.csv"
+    args = ["compare", "--data", str(npz_dir), "--output", str(output)]
+    assert main([*args, "--models", PEERS, *FAST]) == 0
+    with open(output, newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+    assert tuple(reader.fieldnames) == ROW_FIELDS
+    assert len(rows) == 4
+    assert {row["dataset"] for row in rows} == {"alpha", "beta"}
+    assert all(0 <= float(row["accuracy"]) <= 1 for row in rows)
+
+
+def test_runs_are_deterministic(npz_dir, json_run, tmp_path):
+    output = tmp_path / "again.json"
+    args = ["compare", "--data", str(npz_dir), "--output", str(output)]
+    models = f"{PEERS},RBFSampler+LogisticRegression"
+    assert main([*args, "--models", models, *FAST]) == 0
+    first = {(r["dataset"], r["model"]): r["accuracy"] for r in _json_rows(json_run)[1]}
+    second = {(r["dataset"], r["model"]): r["accuracy"] for r in _json_rows(output)[1]}
+    assert first == second
+
+
+def test_table_and_progress(npz_dir, capsys):
+    args = ["compare", "--data", str(npz_dir), "--models", PEERS, "--threads", "1"]
+    assert main([*args, "--n-components", "20"]) == 0
+    captured = capsys.readouterr()
+    assert "[1/4] alpha / LinearSVC ..." in captured.err
+    assert "tol=0.0001" in captured.out  # the shared tolerance is stated
+    table = captured.out[captured.out.index("== alpha") :]
+    header = table.splitlines()[1]
+    assert header.split()[:4] == ["model", "acc", "%", "fit"]
+    assert "fit/LinSVC" in header and "pred/LogReg" in header
+
+
+def test_svc_is_skipped_above_the_limit(npz_dir, tmp_path, capsys):
+    output = tmp_path / "r.json"
+
+    def args(limit):
+        return ["compare", "--data", str(npz_dir), "--datasets", "alpha", *FAST] + [
+            "--models",
+            "SVC",
+            "--svc-max-samples",
+            limit,
+            "--output",
+            str(output),
+        ]
+
+    assert main(args("59")) == 0
+    out = capsys.readouterr().out
+    svc_line = next(line for line in out.splitlines() if line.startswith("SVC "))
+    assert "skipped" in svc_line
+    assert "--svc-max-samples=59" in out
+    rows = {row["model"]: row for row in _json_rows(output)[1]}
+    assert rows["SVC"]["status"] == "skipped"
+    assert rows["SVC"]["accuracy"] is None
+    assert rows["LinearSVC"]["status"] == "ok"
+
+    assert main(args("60")) == 0  # n_train == limit: runs
+    rows = {row["model"]: row for row in _json_rows(output)[1]}
+    assert rows["SVC"]["status"] == "ok"
+
+
+def test_failing_model_is_reported_and_run_continues():
+    class Broken(LogisticRegression):
+        def fit(self, X, y):
+            raise RuntimeError("solver exploded")
+
+    X_train, y_train, X_test, y_test = _tiny_split(0)
+    dataset = Dataset("tiny", X_train, y_train, X_test, y_test)
+    spec = ModelSpec("Broken", "always fails", lambda settings: Broken(), {"C": [1]})
+    row = evaluate_model(spec, dataset, CompareSettings())
+    assert row["status"] == "error"
+    assert "solver exploded" in row["notes"][0]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is None, reason="matplotlib not installed"
+)
+def test_plot_is_written(npz_dir, tmp_path):
+    plot = tmp_path / "acc.png"
+    args = ["compare", "--data", str(npz_dir), "--plot", str(plot)]
+    assert main([*args, "--models", PEERS, *FAST]) == 0
+    assert plot.stat().st_size > 0
+
+
+# ---- tuning --------------------------------------------------------------------
+
+
+def test_every_grid_has_the_same_number_of_points():
+    registry = model_registry()
+    assert check_grid_sizes(registry.values()) == GRID_POINTS
+    for spec in registry.values():
+        assert grid_size(spec.grid) == GRID_POINTS, spec.name
+
+
+def test_unequal_grids_are_refused():
+    specs = [
+        ModelSpec("a", "", LogisticRegression, {"C": [1, 2]}),
+        ModelSpec("b", "", LogisticRegression, {"C": [1, 2, 3]}),
+    ]
+    with pytest.raises(ValueError, match="differ in size"):
+        check_grid_sizes(specs)
+
+
+def test_tune_reports_best_params(npz_dir, tmp_path, capsys):
+    output = tmp_path / "tuned.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha", "--tune"]
+    assert main([*args, "--models", PEERS, "--output", str(output), *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "9 grid points per model" in out and "best params" in out
+    metadata, rows = _json_rows(output)
+    for row in rows:
+        assert set(row["best_params"]) == {"C"}
+        assert row["best_params"]["C"] in C_GRID
+        assert 0 <= row["cv_accuracy"] <= 1 and row["tune_time"] > 0
+    grids = metadata["grids"]
+    assert {grid_size(grid) for grid in grids.values()} == {GRID_POINTS}
+
+
+def test_without_tune_there_are_no_best_params(json_run):
+    _, rows = _json_rows(json_run)
+    assert all(row["best_params"] is None for row in rows)
+
+
+# ---- our estimators (skipped until they are importable) -----------------------
+
+
+@needs_ours
+def test_our_linear_estimators_run(npz_dir, tmp_path):
+    output = tmp_path / "ours.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
+    models = "margin:softmax,margin:am-softmax,margin:arcface"
+    assert main([*args, "--models", models, "--output", str(output), *FAST]) == 0
+    rows = {row["model"]: row for row in _json_rows(output)[1]}
+    for name in models.split(","):
+        assert rows[name]["status"] == "ok", rows[name]["notes"]
+        assert rows[name]["accuracy"] > 0.5
+
+
+@needs_kernel
+def test_our_kernel_estimator_runs(npz_dir, tmp_path):
+    output = tmp_path / "kernel.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
+    models = "kernel:am-softmax,kernel:softmax"
+    assert main([*args, "--models", models, "--output", str(output), *FAST]) == 0
+    rows = {row["model"]: row for row in _json_rows(output)[1]}
+    for name in models.split(","):
+        assert rows[name]["status"] == "ok", rows[name]["notes"]
+        assert rows[name]["accuracy"] > 0.5
+
+
+@needs_ours
+def test_our_estimators_tune_m_and_s(npz_dir, tmp_path):
+    output = tmp_path / "ours.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha", "--tune"]
+    models = f"{PEERS},margin:am-softmax"
+    assert main([*args, "--models", models, "--output", str(output), *FAST]) == 0
+    rows = {row["model"]: row for row in _json_rows(output)[1]}
+    assert set(rows["margin:am-softmax"]["best_params"]) == {"m", "s"}
+
+
+def test_warnings_become_short_deduplicated_notes():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n_iter in (1041, 1038):
+            message = f"no convergence after {n_iter} iterations"
+            warnings.warn(message, ConvergenceWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    notes = _compare.summarize_warnings(caught, "fit")
+    assert notes == [
+        "fit: ConvergenceWarning (x2): no convergence after 1041 iterations",
+        "fit: UserWarning: something else",
+    ]
+
+
+def test_best_params_on_the_grid_edge_are_flagged():
+    grid = {"m": [0.1, 0.2, 0.35], "s": [5.0, 10.0, 20.0]}
+    assert _compare._edge_notes({"m": 0.2, "s": 10.0}, grid) == []
+    (note,) = _compare._edge_notes({"m": 0.35, "s": 10.0}, grid)
+    assert "m=0.35 in [0.1, 0.35]" in note and "s=" not in note
+
+
+class _StandInKernelClassifier(ClassifierMixin, BaseEstimator):
+    """Stands in for KernelMarginSoftmaxClassifier with its constructor API."""
+
+    def __init__(
+        self,
+        loss="am-softmax",
+        m=None,
+        s=None,
+        t=1.0,
+        C=1.0,
+        gamma="scale",
+        n_components=100,
+        kernel_approximation="orf",
+        tol=1e-4,
+        max_iter=100,
+        random_state=None,
+    ):
+        self.loss = loss
+        self.m = m
+        self.s = s
+        self.t = t
+        self.C = C
+        self.gamma = gamma
+        self.n_components = n_components
+        self.kernel_approximation = kernel_approximation
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        features = RBFSampler(
+            gamma=self.gamma,
+            n_components=self.n_components,
+            random_state=self.random_state,
+        )
+        self.model_ = make_pipeline(features, LogisticRegression(C=self.C)).fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def test_kernel_models_are_wired_to_the_kernel_estimator(monkeypatch, npz_dir):
+    real = _compare.sklmargin_class
+
+    def stand_in(name):
+        return _StandInKernelClassifier if name.startswith("Kernel") else real(name)
+
+    monkeypatch.setattr(_compare, "sklmargin_class", stand_in)
+    settings = CompareSettings(n_components=17, tol=1e-3, max_iter=50, random_state=3)
+    pipeline = _compare.build_pipeline(model_registry()["kernel:arcface"], settings)
+    params = pipeline.named_steps["model"].get_params()
+    assert (params["loss"], params["gamma"], params["n_components"]) == (
+        "arcface",
+        "scale",
+        17,
+    )
+    assert (params["tol"], params["max_iter"], params["random_state"]) == (1e-3, 50, 3)
+
+    dataset = _compare.load_npz_dir(npz_dir, "alpha")[0]
+    spec = model_registry()["kernel:am-softmax"]
+    row = evaluate_model(spec, dataset, CompareSettings(n_components=20, tune=True))
+    assert row["status"] == "ok", row["notes"]
+    assert set(row["best_params"]) == {"m", "s"}
