@@ -78,10 +78,10 @@ def pointwise_loss_gradient(
     -------
     loss : float
     grad_cos : ndarray of shape (n_samples, n_classes)
-    grad_logits : ndarray of shape (n_samples, n_classes)
-        ``dloss/dz`` (its column sums are the intercept gradient).
-    grad_scale : ndarray of shape (n_samples, n_classes)
-        Only when ``return_scale_grad``.
+    grad_intercept : ndarray of shape (n_classes,)
+        Column sums of ``dloss/dz``.
+    grad_scale : ndarray of shape (n_samples, n_classes) or None
+        ``dloss/dscale`` entrywise, only when ``return_scale_grad``.
     """
     n_samples, n_classes = cos.shape
     dtype = cos.dtype
@@ -94,48 +94,83 @@ def pointwise_loss_gradient(
 
     cos_y = cos[rows, y]
     f_y, df_y = margin.target(cos_y, m, lam)
+    scale = np.asarray(scale, dtype=dtype)
+    scale_y = scale if scale.ndim == 0 else np.broadcast_to(scale, cos.shape)[rows, y]
 
-    # h = transformed cosines: f on the target, SV boost on hard non-targets.
+    # Logits z = scale * h, where h is cos with f on the target and, under
+    # SV-Softmax, cos + (t - 1)(cos + 1) on the support vectors (boost = t - 1).
+    boost = None
     if t != 1.0:
         if sv_mask is None:
             sv_mask = support_vector_mask(cos, y, f_y)
         boost = sv_mask.astype(dtype) * dtype.type(t - 1.0)
-        h = cos * (1.0 + boost)
-        h += boost
-        dh = boost
-        dh += 1.0
+        z = cos * (1.0 + boost)
+        z += boost
+        z *= scale
     else:
-        h = cos.copy()
-        dh = None
-    h[rows, y] = f_y
-
-    scale_arr = np.broadcast_to(np.asarray(scale, dtype=dtype), cos.shape)
-    z = h * scale_arr
+        z = cos * scale
+    z[rows, y] = scale_y * f_y
     if intercept is not None:
         z += intercept.astype(dtype, copy=False)
-    z_y = z[rows, y]
 
+    loss, grad_logits = softmax_cross_entropy(z, y, sw)
+    grad_intercept = grad_logits.sum(axis=0, dtype=np.float64)
+    grad_scale = None
+    if return_scale_grad:  # dloss/dscale = dloss/dz * h, with h = (z - b)/scale
+        grad_scale = cos * grad_logits if boost is None else (cos + boost * (cos + 1))
+        if boost is not None:
+            grad_scale *= grad_logits
+        grad_scale[rows, y] = grad_logits[rows, y] * f_y
+
+    # dz/dcos: scale on non-targets (times 1 + boost on support vectors),
+    # scale * f'(cos_y) on the target. Reuses the gradient buffer.
+    grad_target = grad_logits[rows, y] * (scale_y * df_y)
+    grad_cos = grad_logits
+    grad_cos *= scale
+    if boost is not None:
+        boost += 1.0
+        grad_cos *= boost
+    grad_cos[rows, y] = grad_target
+    return loss, grad_cos, grad_intercept, grad_scale
+
+
+def _numpy_softmax_cross_entropy(z, y, sw):
+    """Weighted cross-entropy and ``dloss/dz``; overwrites ``z``."""
+    rows = np.arange(z.shape[0])
+    z_y = z[rows, y]
     # log-sum-exp with the row max subtracted: large s never overflows.
     z_max = z.max(axis=1)
     z -= z_max[:, None]
     np.exp(z, out=z)
     sum_exp = z.sum(axis=1)
-    loss_i = np.log(sum_exp) + z_max - z_y
-    loss = float(sw @ loss_i)
+    loss = float(sw @ (np.log(sum_exp) + z_max - z_y))
+    z /= sum_exp[:, None]
+    z[rows, y] -= 1.0
+    z *= sw.astype(z.dtype)[:, None]
+    return loss, z
 
-    grad_logits = z
-    grad_logits /= sum_exp[:, None]
-    grad_logits[rows, y] -= 1.0
-    grad_logits *= sw.astype(dtype)[:, None]
 
-    grad_cos = grad_logits * scale_arr
-    if dh is not None:
-        grad_cos *= dh
-    grad_cos[rows, y] = grad_logits[rows, y] * scale_arr[rows, y] * df_y
-    if return_scale_grad:
-        h *= grad_logits
-        return loss, grad_cos, grad_logits, h
-    return loss, grad_cos, grad_logits
+def _sklearn_softmax_cross_entropy(z, y, sw):
+    """Compute the same with scikit-learn's fused, compiled multinomial loss."""
+    loss_fn = _HalfMultinomialLoss(n_classes=z.shape[1])
+    dtype = z.dtype
+    loss_out = np.empty(z.shape[0], dtype=dtype)
+    loss_fn.loss_gradient(
+        y_true=y.astype(dtype, copy=False),
+        raw_prediction=z,
+        sample_weight=sw.astype(dtype, copy=False),
+        loss_out=loss_out,
+        gradient_out=z,  # row-wise: each row is read before it is written
+    )
+    return float(loss_out.sum(dtype=np.float64)), z
+
+
+try:  # private API: checked on scikit-learn 1.6-1.9, numpy fallback otherwise
+    from sklearn._loss.loss import HalfMultinomialLoss as _HalfMultinomialLoss
+
+    softmax_cross_entropy = _sklearn_softmax_cross_entropy
+except ImportError:  # pragma: no cover
+    softmax_cross_entropy = _numpy_softmax_cross_entropy
 
 
 def support_vector_mask(cos, y, f_y):
@@ -263,7 +298,7 @@ def margin_softmax_loss(
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         if sample_weight.shape != (cos.shape[0],):
             raise ValueError("sample_weight must have shape (n_samples,).")
-    value, grad, _ = pointwise_loss_gradient(
+    value, grad, _, _ = pointwise_loss_gradient(
         cos, y, margin, m, scale, t=t, lam=lam, sample_weight=sample_weight
     )
     return value, grad
@@ -421,7 +456,7 @@ class LinearMarginObjective:
             sv_mask=self.sv_mask,
             return_scale_grad=is_l_softmax,
         )
-        loss, grad_cos, grad_logits = out[:3]
+        loss, grad_cos, grad_b, grad_scale = out
 
         grad = np.empty_like(params)
         grad_coef, grad_intercept = self.unpack(grad)
@@ -436,12 +471,12 @@ class LinearMarginObjective:
             g /= w_norm[:, None]
         if is_l_softmax:
             # d loss / d |w_j| = sum_i (dloss/dz_ij) h_ij |x_i|, along w_hat_j.
-            grad_norm = out[3].T @ self.x_norm
+            grad_norm = grad_scale.T @ self.x_norm
             g += grad_norm.astype(np.float64)[:, None] * w_hat
         grad_coef[:] = g
         if self.l2_strength:
             loss += 0.5 * self.l2_strength * float(np.einsum("ij,ij->", coef, coef))
             grad_coef += self.l2_strength * coef
         if grad_intercept is not None:
-            grad_intercept[:] = grad_logits.sum(axis=0, dtype=np.float64)
+            grad_intercept[:] = grad_b
         return loss, grad

@@ -300,3 +300,22 @@ def test_aliases_resolve():
     assert set(ALIASES) <= set(LOSS_NAMES)
     assert get_margin("cosface") is get_margin("am-softmax")
     assert get_margin("sphereface") is get_margin("a-softmax")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_cross_entropy_matches_numpy_reference(dtype):
+    from sklmargin._objective import (
+        _numpy_softmax_cross_entropy,
+        softmax_cross_entropy,
+    )
+
+    rng = np.random.default_rng(6)
+    z = (rng.standard_normal((500, 7)) * 30).astype(dtype)
+    y = rng.integers(0, 7, 500)
+    sw = rng.uniform(0, 1, 500)
+    sw /= sw.sum()
+    loss_ref, grad_ref = _numpy_softmax_cross_entropy(z.copy(), y, sw)
+    loss, grad = softmax_cross_entropy(z.copy(), y, sw)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    assert loss == pytest.approx(loss_ref, rel=rtol)
+    np.testing.assert_allclose(grad, grad_ref, rtol=rtol, atol=rtol * 1e-3)
