@@ -67,6 +67,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         [cos, sin] pairs, :class:`RandomFourierFeatures`), or scikit-learn's
         :class:`~sklearn.kernel_approximation.Nystroem` (basis drawn from the
         distinct rows with positive weight).
+    constant_feature : float or None, default=None
+        As in :class:`MarginSoftmaxClassifier`, on the mapped features. Off by
+        default: random Fourier features already have ``|z(x)| ~= 1``.
     fit_intercept : bool, default=True
     class_weight : dict or "balanced", default=None
     max_iter : int, default=1000
@@ -81,6 +84,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (n_classes, n_components)
         Class prototypes in feature space.
+    constant_coef_ : ndarray of shape (n_classes,)
+    constant_feature_ : float
     intercept_ : ndarray of shape (n_classes,)
     feature_map_ : RandomFourierFeatures or Nystroem
         The fitted feature map.
@@ -132,6 +137,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         gamma="scale",
         n_components=1000,
         kernel_approximation="orf",
+        constant_feature=None,
         fit_intercept=True,
         class_weight=None,
         max_iter=1000,
@@ -149,6 +155,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         self.gamma = gamma
         self.n_components = n_components
         self.kernel_approximation = kernel_approximation
+        self.constant_feature = constant_feature
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
         self.max_iter = max_iter

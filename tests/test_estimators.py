@@ -44,13 +44,21 @@ def test_predictions_agree_and_are_accurate(iris, loss, t):
 def test_normalised_losses_have_unit_prototypes(iris, loss):
     X, y = iris
     clf = MarginSoftmaxClassifier(loss=loss).fit(X, y)
-    np.testing.assert_allclose(np.linalg.norm(clf.coef_, axis=1), 1.0)
+    prototypes = np.column_stack([clf.coef_, clf.constant_coef_])
+    np.testing.assert_allclose(np.linalg.norm(prototypes, axis=1), 1.0)
+    plain = MarginSoftmaxClassifier(loss=loss, constant_feature=None).fit(X, y)
+    np.testing.assert_allclose(np.linalg.norm(plain.coef_, axis=1), 1.0)
+    assert plain.constant_feature_ == 0.0 and not plain.constant_coef_.any()
 
 
 def test_decision_function_is_the_margin_free_logit(iris):
     X, y = iris
     clf = MarginSoftmaxClassifier(loss="am-softmax", m=0.3, s=7.0).fit(X, y)
-    cos = (X / np.linalg.norm(X, axis=1, keepdims=True)) @ clf.coef_.T
+    c = clf.constant_feature_
+    assert c == pytest.approx(np.sqrt(np.mean(X**2)))  # 1 x the RMS feature
+    lifted = np.column_stack([X, np.full(len(X), c)])
+    prototypes = np.column_stack([clf.coef_, clf.constant_coef_])
+    cos = (lifted / np.linalg.norm(lifted, axis=1, keepdims=True)) @ prototypes.T
     np.testing.assert_allclose(clf.decision_function(X), 7.0 * cos + clf.intercept_)
     a = MarginSoftmaxClassifier(loss="a-softmax").fit(X, y)
     np.testing.assert_allclose(a.decision_function(X), X @ a.coef_.T + a.intercept_)
@@ -78,6 +86,7 @@ def test_margin_is_not_used_at_inference(iris):
     twin = MarginSoftmaxClassifier(loss="am-softmax", m=0.0)
     twin.fit(X, y)
     twin.coef_, twin.intercept_ = clf.coef_, clf.intercept_
+    twin.constant_coef_ = clf.constant_coef_
     np.testing.assert_allclose(twin.decision_function(X), clf.decision_function(X))
 
 
@@ -225,6 +234,19 @@ def test_deterministic_and_float32(iris):
     np.testing.assert_allclose(c.coef_, a.coef_, atol=1e-3)
 
 
+def test_constant_feature_keeps_the_norm_information(iris):
+    X, y = iris
+    # 3-fold CV of AM-Softmax on iris: 87.3% without, 97.3% with (see the docs).
+    lifted = MarginSoftmaxClassifier(constant_feature=1.0).fit(X, y)
+    plain = MarginSoftmaxClassifier(constant_feature=None).fit(X, y)
+    assert lifted.score(X, y) > plain.score(X, y) + 0.03
+    sparse = pytest.importorskip("scipy.sparse")
+    lifted_sparse = MarginSoftmaxClassifier().fit(sparse.csr_matrix(X), y)
+    np.testing.assert_allclose(
+        lifted_sparse.decision_function(X), lifted.decision_function(X), atol=1e-6
+    )
+
+
 def test_warm_start_starts_from_previous_solution(iris):
     X, y = iris
     clf = MarginSoftmaxClassifier(loss="arcface", warm_start=True).fit(X, y)
@@ -262,7 +284,7 @@ def test_kernel_estimator_beats_linear_on_circles():
     from sklearn.datasets import make_circles
 
     X, y = make_circles(n_samples=400, factor=0.4, noise=0.08, random_state=0)
-    linear = MarginSoftmaxClassifier().fit(X, y)
+    linear = MarginSoftmaxClassifier(constant_feature=None).fit(X, y)
     kernel = KernelMarginSoftmaxClassifier(n_components=300, random_state=0).fit(X, y)
     assert linear.score(X, y) < 0.75
     assert kernel.score(X, y) > 0.95
