@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 #: Modules that define a subcommand, in the order ``--help`` lists them.
-SUBCOMMAND_MODULES = ("sklmargin._compare",)
+SUBCOMMAND_MODULES = ("sklmargin._compare", "sklmargin._bench")
 
 
 def _version() -> str:

@@ -1,0 +1,217 @@
+"""Performance benchmarks: ``python -m sklmargin bench-objective | bench-scale``.
+
+``bench-objective`` times one evaluation of the training objective (loss and
+gradient) against the two GEMMs it cannot avoid, ``X W^T`` and ``G^T X``, in the
+same process (DESIGN.md section 9): the ratio says how close the implementation
+is to the floor. ``bench-scale`` fits on synthetic data of growing size and
+reports time and peak memory. Both are scripts, never timed assertions in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ._margins import get_margin
+from ._objective import LinearMarginObjective
+
+
+def _median_seconds(fun, repeats):
+    fun()  # warm-up: first-call allocations and BLAS thread start-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fun()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def objective_vs_gemm(n, d, k, dtype, loss="am-softmax", repeats=5, seed=0):
+    """Median time of one objective evaluation and of its two GEMMs.
+
+    Parameters
+    ----------
+    n, d, k : int
+        Samples, features, classes.
+    dtype : numpy dtype
+        float32 or float64.
+    loss : str
+    repeats : int
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``eval_s``, ``gemm_s`` and their ratio.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)).astype(dtype)
+    y = rng.integers(0, k, n)
+    margin = get_margin(loss)
+    m, s = margin.resolve(None, None)
+    objective = LinearMarginObjective(X, y, k, np.ones(n), margin, m, s, 1.0, 1.0, True)
+    params = rng.standard_normal(objective.n_params)
+    coef = params[: k * d].reshape(k, d).astype(dtype)
+    features = objective.X
+
+    def gemms():
+        cos = features @ coef.T
+        return cos.T @ features
+
+    eval_s = _median_seconds(lambda: objective.loss_gradient(params), repeats)
+    gemm_s = _median_seconds(gemms, repeats)
+    return {
+        "n": n,
+        "d": d,
+        "k": k,
+        "dtype": np.dtype(dtype).name,
+        "loss": loss,
+        "eval_ms": 1e3 * eval_s,
+        "gemm_ms": 1e3 * gemm_s,
+        "ratio": eval_s / gemm_s,
+    }
+
+
+def _peak_rss_mib():
+    # ru_maxrss is in KiB on Linux: the process's peak resident set so far.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def fit_scaling(n, d=100, k=10, dtype=np.float32, loss="am-softmax", seed=0):
+    """Fit one synthetic problem and report time, iterations and peak memory.
+
+    The data are ``k`` Gaussian classes with random means, so the problem is
+    neither trivial nor separable. Run each size in a fresh process for an
+    honest peak-memory figure (``bench-scale`` does).
+    """
+    from ._estimators import MarginSoftmaxClassifier
+
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((k, d)) * 0.15
+    y = rng.integers(0, k, n)
+    X = (rng.standard_normal((n, d)) + means[y]).astype(dtype)
+    data_mib = X.nbytes / 2**20
+    start = time.perf_counter()
+    clf = MarginSoftmaxClassifier(loss=loss, tol=1e-4).fit(X, y)
+    fit_s = time.perf_counter() - start
+    return {
+        "n": n,
+        "d": d,
+        "k": k,
+        "dtype": np.dtype(dtype).name,
+        "loss": loss,
+        "fit_s": fit_s,
+        "n_iter": int(clf.n_iter_),
+        "data_mib": data_mib,
+        "peak_rss_mib": _peak_rss_mib(),
+        "train_accuracy": float(clf.score(X[:100000], y[:100000])),
+    }
+
+
+def _run_objective(args):
+    rows = []
+    with threadpool_limits(args.threads or None):
+        for dtype in (np.float64, np.float32):
+            for d in args.d:
+                for k in args.k:
+                    row = objective_vs_gemm(args.n, d, k, dtype, loss=args.loss)
+                    rows.append(row)
+                    print(
+                        f"n={row['n']} d={d:4d} K={k:3d} {row['dtype']:8s} "
+                        f"eval {row['eval_ms']:8.1f} ms   2 GEMMs "
+                        f"{row['gemm_ms']:8.1f} ms   ratio {row['ratio']:.2f}",
+                        flush=True,
+                    )
+    if args.output:
+        with open(args.output, "w") as handle:
+            json.dump(rows, handle, indent=1)
+    return 0
+
+
+def _run_scale(args):
+    import subprocess
+
+    rows = []
+    for n in args.n:
+        # One process per size: ru_maxrss is a high-water mark.
+        code = (
+            "import json, numpy as np; from threadpoolctl import threadpool_limits;"
+            "from sklmargin._bench import fit_scaling;"
+            f"limits = threadpool_limits({args.threads or None});"
+            f"print(json.dumps(fit_scaling({n}, {args.d}, {args.k}, "
+            f"np.{args.dtype}, {args.loss!r})))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(
+            f"n={n:>9d} d={args.d} K={args.k} {args.dtype}: fit {row['fit_s']:7.1f} s "
+            f"({row['n_iter']} iterations), data {row['data_mib']:7.1f} MiB, "
+            f"peak RSS {row['peak_rss_mib']:7.1f} MiB",
+            flush=True,
+        )
+    if args.output:
+        with open(args.output, "w") as handle:
+            json.dump(rows, handle, indent=1)
+    return 0
+
+
+def register(subparsers):
+    """Add ``bench-objective`` and ``bench-scale`` to a CLI's subparsers.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``bench-objective`` parser.
+    """
+    objective = subparsers.add_parser(
+        "bench-objective",
+        help="time one objective evaluation against its two GEMMs",
+        description="One loss+gradient evaluation vs the GEMMs X W^T and G^T X, "
+        "same process, medians of repeats (DESIGN.md section 9).",
+    )
+    objective.add_argument("--n", type=int, default=100_000)
+    objective.add_argument("--d", type=int, nargs="+", default=[16, 128, 512])
+    objective.add_argument("--k", type=int, nargs="+", default=[2, 10, 50])
+    objective.add_argument("--loss", default="am-softmax")
+    objective.add_argument(
+        "--threads", type=int, default=1, help="BLAS threads (0: library default)"
+    )
+    objective.add_argument("--output", help="write the rows as JSON")
+    objective.set_defaults(func=_run_objective)
+
+    scale = subparsers.add_parser(
+        "bench-scale",
+        help="fit time and peak memory as n grows (synthetic data)",
+        description="Fit MarginSoftmaxClassifier (tol=1e-4) on synthetic Gaussian "
+        "classes of growing size, one process per size; report time and peak RSS.",
+    )
+    scale.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    scale.add_argument("--d", type=int, default=100)
+    scale.add_argument("--k", type=int, default=10)
+    scale.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    scale.add_argument("--loss", default="am-softmax")
+    scale.add_argument("--threads", type=int, default=0)
+    scale.add_argument("--output", help="write the rows as JSON")
+    scale.set_defaults(func=_run_scale)
+    return objective
+
+
+if __name__ == "__main__":  # pragma: no cover
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    parsed = parser.parse_args()
+    sys.exit(parsed.func(parsed))
