@@ -354,6 +354,8 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
                 raw = raw + (c * self.constant_coef_).astype(raw.dtype)
             factors = self.s_ / np.maximum(norms, 1e-30)
             raw = raw * factors.astype(raw.dtype)[:, None]
+        elif margin.normalizes_W and margin.uses_s:  # A-Softmax: s |x| cos
+            raw = raw * raw.dtype.type(self.s_)
         return raw + self.intercept_.astype(raw.dtype, copy=False)
 
     def decision_function(self, X):
@@ -502,7 +504,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         ``sum(sample_weight) / (n_classes * class_total)`` with weighted totals.
     max_iter : int, default=1000
         L-BFGS iteration budget of each run (each lambda stage and SV round).
-    tol : float, default=1e-6
+    tol : float, default=1e-4
         Stop when the largest absolute gradient entry is below ``tol``.
     warm_start : bool, default=False
         Start from the previous solution (skips the lambda schedule).
@@ -574,7 +576,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         fit_intercept=True,
         class_weight=None,
         max_iter=1000,
-        tol=1e-6,
+        tol=1e-4,
         warm_start=False,
         random_state=None,
         verbose=0,

@@ -73,7 +73,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     fit_intercept : bool, default=True
     class_weight : dict or "balanced", default=None
     max_iter : int, default=1000
-    tol : float, default=1e-6
+    tol : float, default=1e-4
     warm_start : bool, default=False
     random_state : int, RandomState instance or None, default=None
         Seeds the feature map (and degenerate prototype starts).
@@ -141,7 +141,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         fit_intercept=True,
         class_weight=None,
         max_iter=1000,
-        tol=1e-6,
+        tol=1e-4,
         warm_start=False,
         random_state=None,
         verbose=0,

@@ -407,7 +407,7 @@ class LinearMarginObjective:
         if name == "l-softmax":
             return self.x_norm[:, None] * w_norm.astype(self.dtype)[None, :]
         if name == "a-softmax":
-            return self.x_norm[:, None]
+            return self.dtype.type(self.s) * self.x_norm[:, None]
         return self.s
 
     def cosines(self, params):

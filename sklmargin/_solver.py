@@ -176,8 +176,7 @@ def _sv_rounds(objective, start, max_iter, tol, max_rounds, verbose):
             break
         mask = new_mask
     if best_result is None:  # no round improved on the start: report the last
-        best_result = result
-        best_params = result.params
+        best_result, best_params = result, result.params
     return best_params, best_result, n_iter
 
 
