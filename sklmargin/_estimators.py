@@ -304,7 +304,10 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
             x0,
             lambdas=lambdas,
             max_iter=self.max_iter,
-            tol=self.tol,
+            # dloss/dcos = s (p - y): the gradient is proportional to the logit
+            # scale, so the tolerance is too; tol then means the same at every s
+            # (measured: at s=30, tol*s stops where accuracy has saturated).
+            tol=self.tol * (s if s is not None else 1.0),
             verbose=self.verbose,
         )
         if not np.all(np.isfinite(result.params)):
@@ -505,7 +508,10 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     max_iter : int, default=1000
         L-BFGS iteration budget of each run (each lambda stage and SV round).
     tol : float, default=1e-4
-        Stop when the largest absolute gradient entry is below ``tol``.
+        Stop when the largest absolute gradient entry is below ``tol * s``
+        (``tol`` for L-Softmax). The gradient is proportional to the logit scale
+        ``s``, so scaling the tolerance with it keeps its meaning when ``s`` is
+        tuned.
     warm_start : bool, default=False
         Start from the previous solution (skips the lambda schedule).
     random_state : int, RandomState instance or None, default=None
