@@ -50,6 +50,25 @@ def lambda_schedule(lambda_min):
     return schedule
 
 
+def _weighted_class_sums(X, y_encoded, sample_weight, n_classes, block=65536):
+    """``sum_{i: y_i = j} w_i x_i`` per class, in float64, by row blocks.
+
+    Blocks keep the float64 copy of a float32 ``X`` small (a one-shot sparse
+    product would upcast all of ``X``: measured +2 copies of the data in memory).
+    """
+    sums = np.zeros((n_classes, X.shape[1]))
+    for start in range(0, X.shape[0], block):
+        rows = slice(start, min(start + block, X.shape[0]))
+        chunk = X[rows]
+        chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
+        indicator = sparse.csr_matrix(
+            (sample_weight[rows], (y_encoded[rows], np.arange(chunk.shape[0]))),
+            shape=(n_classes, chunk.shape[0]),
+        )
+        sums += indicator @ chunk.astype(np.float64, copy=False)
+    return sums
+
+
 class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the linear and the kernel estimator.
 
@@ -81,28 +100,21 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
     def _map_features(self, X):
         return X
 
-    def _lift(self, features, sample_weight, margin):
-        """Append the constant feature ``c`` to every row (cosine losses only).
+    def _constant_feature(self, features, sample_weight, margin):
+        """Value ``c`` of the lifting feature (0.0 when not lifted).
 
-        ``x -> [x, c] / |[x, c]|`` is one-to-one (the inverse gnomonic projection
-        onto a hemisphere), so a cosine classifier keeps what ``|x|`` says
-        instead of seeing directions only; ``c`` is ``constant_feature`` times
-        the weighted root-mean-square feature value. Returns the lifted matrix and
-        ``c`` (0.0 when not lifted).
+        The objective lifts each row to ``[x, c] / |[x, c]|``, which is one-to-one
+        (the inverse gnomonic projection onto a hemisphere), so a cosine classifier
+        keeps what ``|x|`` says instead of seeing directions only. ``c`` is
+        ``constant_feature`` times the weighted root-mean-square feature value.
         """
         if not (margin.normalizes_X and self.constant_feature):
-            return features, 0.0
-        n_samples, n_features = features.shape
+            return 0.0
         mean_square = float(sample_weight @ _row_norms(features) ** 2) / (
-            sample_weight.sum() * max(n_features, 1)
+            sample_weight.sum() * max(features.shape[1], 1)
         )
         rms = np.sqrt(mean_square) if mean_square > 0 else 1.0
-        c = float(self.constant_feature) * rms
-        column = np.full((n_samples, 1), c, dtype=features.dtype)
-        if sparse.issparse(features):
-            lifted = sparse.hstack([features, sparse.csr_matrix(column)], format="csr")
-            return lifted.astype(features.dtype), c
-        return np.hstack([features, column]), c
+        return float(self.constant_feature) * rms
 
     # -- fit ------------------------------------------------------------------
     def _validate_hyperparameters(self):
@@ -164,13 +176,9 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
             # Weight imprinting: a class's prototype starts at the weighted mean
             # of its normalised rows. Degenerate (zero) means get a random
             # direction; the only use of random_state.
-            Y = sparse.csr_matrix(
-                (sample_weight, (y_encoded, np.arange(len(y_encoded)))),
-                shape=(n_classes, len(y_encoded)),
+            means = _weighted_class_sums(
+                objective.X, y_encoded, sample_weight, n_classes
             )
-            means = Y @ objective.X
-            means = means.toarray() if sparse.issparse(means) else means
-            means = np.asarray(means, dtype=np.float64)
             norms = np.linalg.norm(means, axis=1)
             degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
             if np.any(degenerate):
@@ -273,7 +281,7 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         sample_weight = self._sample_weight(sample_weight, X, y_encoded)
         features = self._fit_feature_map(X, sample_weight)
-        features, constant = self._lift(features, sample_weight, margin)
+        constant = self._constant_feature(features, sample_weight, margin)
 
         objective = LinearMarginObjective(
             features,
@@ -286,6 +294,7 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
             t,
             self.C,
             self.fit_intercept,
+            constant=constant,
         )
         x0 = self._warm_start_params(objective, margin, lifted=constant > 0)
         n_iter = 0

@@ -34,6 +34,20 @@ def _scale_rows(X, factors):
     return X * factors[:, None]
 
 
+def _lift_and_scale_rows(X, factors, constant):
+    """Return ``diag(factors) @ [X, constant]`` (no constant column if 0)."""
+    if not constant:
+        return _scale_rows(X, factors)
+    factors = factors.astype(X.dtype, copy=False)
+    if sparse.issparse(X):
+        column = sparse.csr_matrix(np.full((X.shape[0], 1), constant, dtype=X.dtype))
+        return _scale_rows(sparse.hstack([X, column], format="csr"), factors)
+    lifted = np.empty((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
+    np.multiply(X, factors[:, None], out=lifted[:, :-1])
+    lifted[:, -1] = constant * factors
+    return lifted
+
+
 def pointwise_loss_gradient(
     cos,
     y,
@@ -355,10 +369,24 @@ class LinearMarginObjective:
     m, s, t, C : float
         Resolved hyper-parameters (``s`` None for L-/A-Softmax).
     fit_intercept : bool
+    constant : float, default=0.0
+        When positive, every row is lifted to ``[x, constant]`` before it is
+        normalised (one more feature, built in the same allocation as X_hat).
     """
 
     def __init__(
-        self, X, y, n_classes, sample_weight, margin, m, s, t, C, fit_intercept
+        self,
+        X,
+        y,
+        n_classes,
+        sample_weight,
+        margin,
+        m,
+        s,
+        t,
+        C,
+        fit_intercept,
+        constant=0.0,
     ):
         self.margin = margin
         self.y = y
@@ -374,8 +402,12 @@ class LinearMarginObjective:
         self.uses_angle = margin.name != "softmax"
         if self.uses_angle:
             x_norm = _row_norms(X)
+            if constant:
+                x_norm = np.sqrt(x_norm**2 + constant**2)
             self.x_norm = x_norm.astype(self.dtype)
-            self.X = _scale_rows(X, 1.0 / np.maximum(x_norm, _TINY_NORM))
+            inverse = 1.0 / np.maximum(x_norm, _TINY_NORM)
+            self.X = _lift_and_scale_rows(X, inverse, constant)
+            self.n_features = self.X.shape[1]
         else:
             self.x_norm = None
             self.X = X
