@@ -56,4 +56,4 @@ def test_bench_commands_write_json(tmp_path, capsys):
     rows = json.loads(scale.read_text())
     assert [r["n"] for r in rows] == [500, 1000]
     assert all(r["peak_rss_mib"] > 0 and r["fit_s"] > 0 for r in rows)
-    assert "peak RSS" in capsys.readouterr().out
+    assert "RSS before fit" in capsys.readouterr().out
