@@ -61,6 +61,7 @@ def pointwise_loss_gradient(
     sample_weight=None,
     sv_mask=None,
     return_scale_grad=False,
+    overwrite_cos=False,
 ):
     """Weighted mean margin cross-entropy and its gradients (internal layer).
 
@@ -87,6 +88,9 @@ def pointwise_loss_gradient(
         when None.
     return_scale_grad : bool
         Also return the gradient with respect to ``scale`` (entrywise).
+    overwrite_cos : bool
+        Reuse ``cos``'s memory for the logits when nothing else needs it (saves
+        an (n_samples, n_classes) allocation and a pass per evaluation).
 
     Returns
     -------
@@ -120,6 +124,9 @@ def pointwise_loss_gradient(
         boost = sv_mask.astype(dtype) * dtype.type(t - 1.0)
         z = cos * (1.0 + boost)
         z += boost
+        z *= scale
+    elif overwrite_cos and not return_scale_grad:
+        z = cos
         z *= scale
     else:
         z = cos * scale
@@ -487,6 +494,7 @@ class LinearMarginObjective:
             sample_weight=self.sample_weight,
             sv_mask=self.sv_mask,
             return_scale_grad=is_l_softmax,
+            overwrite_cos=True,
         )
         loss, grad_cos, grad_b, grad_scale = out
 
