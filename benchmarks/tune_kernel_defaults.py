@@ -151,6 +151,19 @@ APPROXIMATIONS = ("orf", "rff", "nystroem")
 LA_LOSSES = ("l-softmax", "a-softmax")
 LA_M = (1.5, 2)
 LA_LAMBDA = (5, 20, 50)
+#: The logit-scale knob of each: a-softmax's s (8 is the linear estimator's
+#: default, 30 the cosine losses' choice here) and l-softmax's C (the L2 on
+#: |w_j| bounds its logits |w_j||x_i|cos).
+A_SOFTMAX_S = (8, 30)
+L_SOFTMAX_C = (1, 10)
+#: Rows of the joint table besides the recommendations and the references.
+PREVIOUS_DEFAULT = {
+    "loss": "am-softmax",
+    "m": 0.1,
+    "s": 10,
+    "n_components": 1000,
+    "kernel_approximation": "orf",
+}
 BASE = {"n_components": 1000, "kernel_approximation": "orf"}
 REFERENCES = ("SVC(C=1)", "SVC(C=10)", "RBFSampler(1000)+LR(C=1)")
 
@@ -197,7 +210,7 @@ def label(params):
             parts.append(f"m={params['m']:g}")
         parts.append(f"s={params['rule']}:{params['c']:g}")
     else:
-        for key in ("m", "s", "lambda_min"):
+        for key in ("m", "s", "lambda_min", "C"):
             if key in params:
                 parts.append(f"{key}={params[key]:g}")
     parts.append(f"{params['n_components']} {params['kernel_approximation']}")
@@ -401,6 +414,16 @@ class Runner:
             }
             self.results[name] = {}
         self.params = {}  # label -> params
+        self.checkpoint = None  # called after every data set of a stage
+        if args.resume:
+            stored = json.loads(args.resume.read_text())
+            old = stored["meta"]
+            same = all(old[k] == getattr(args, k) for k in ("max_rows", "seed", "tol"))
+            if not same:
+                raise ValueError(f"{args.resume} used other max_rows/seed/tol")
+            self.params.update(stored["state"]["params"])
+            for name in datasets:
+                self.results[name].update(stored["state"]["results"].get(name, {}))
 
     def evaluate(self, settings, stage):
         """Evaluate every setting (dicts) on every data set, skipping known ones."""
@@ -418,6 +441,8 @@ class Runner:
                         self.params[key], X, y, folds, self.args.tol
                     )
             self.log(f"  {stage}: {name} {time.perf_counter() - t0:.1f}s")
+            if self.checkpoint is not None:
+                self.checkpoint()
         self.log(f"{stage}: {len(todo)} settings, {time.perf_counter() - start:.0f}s")
         return todo
 
@@ -647,9 +672,17 @@ def with_setting(params, **changes):
     return new
 
 
-def run(args, log):
-    """Run every stage; return the state needed by the report."""
+def run(args, log, save=None):
+    """Run every stage; return the state needed by the report.
+
+    ``save(partial_state)``, if given, is called after every data set of every
+    stage (checkpoint for ``--resume``).
+    """
     runner = Runner(args.datasets, args, log)
+    if save is not None:
+        runner.checkpoint = lambda: save(
+            {"info": runner.info, "results": runner.results, "params": runner.params}
+        )
     datasets = args.datasets
     runner.evaluate([{"reference": r} for r in REFERENCES], "references")
 
@@ -685,12 +718,17 @@ def run(args, log):
         "kernel_approximation": rec_width["params"]["kernel_approximation"],
     }
     if args.la_width is not None:
-        rec_common = {"n_components": args.la_width, "kernel_approximation": "orf"}
+        rec_common = {
+            "n_components": args.la_width,
+            "kernel_approximation": args.la_approximation,
+        }
     log(f"width for stage 3: {rec_common}")
 
+    knob = {"a-softmax": ("s", args.a_softmax_s), "l-softmax": ("C", args.l_softmax_C)}
     la_settings = [
-        {"loss": loss, "m": m, "lambda_min": lam, **rec_common}
+        {"loss": loss, "m": m, "lambda_min": lam, knob[loss][0]: value, **rec_common}
         for loss in args.la_losses
+        for value in knob[loss][1]
         for m in LA_M
         for lam in LA_LAMBDA
     ]
@@ -719,6 +757,12 @@ def run(args, log):
                     **best_row(rows)["params"], random_state=0
                 )
             )
+        # The alternatives of stage 2 (best cosine setting at other widths).
+        for params in width_settings:
+            if label(params) not in checks:
+                checks[label(params)] = class_weight_checks(
+                    KernelMarginSoftmaxClassifier(**params, random_state=0)
+                )
         # Calibration: how often do established classifiers pass the same cases?
         checks["_SVC() (calibration)_"] = class_weight_checks(SVC())
         checks["_LogisticRegression() (calibration)_"] = class_weight_checks(
@@ -771,7 +815,12 @@ def format_report(state, datasets, meta):
         "- with m=0, am-softmax, arcface and normface are the same objective "
         "(identical coefficients, checked): the m=0 settings were fitted once "
         "(as normface) and appear in all three tables.",
-        f"- total runtime: {meta['elapsed'] / 60:.1f} min",
+        f"- total runtime: {meta['elapsed'] / 60:.1f} min"
+        + (
+            f" (results reused from {meta['resumed_from']} not included)"
+            if "resumed_from" in meta
+            else ""
+        ),
         "",
         "## Data sets and references (CV accuracy %, same folds)",
         "",
@@ -1050,9 +1099,35 @@ def parse_args(argv=None):
         help="stage-3 losses (none to skip)",
     )
     parser.add_argument(
+        "--a-softmax-s",
+        type=float,
+        nargs="+",
+        default=list(A_SOFTMAX_S),
+        help="stage-3 s of a-softmax",
+    )
+    parser.add_argument(
+        "--l-softmax-C",
+        type=float,
+        nargs="+",
+        default=list(L_SOFTMAX_C),
+        help="stage-3 C of l-softmax",
+    )
+    parser.add_argument(
         "--la-width",
         type=int,
-        help="stage-3 width with orf (default: the stage-2 recommendation)",
+        help="stage-3 width (default: the best mean rank of stage 2)",
+    )
+    parser.add_argument(
+        "--la-approximation",
+        default="orf",
+        choices=APPROXIMATIONS,
+        help="stage-3 kernel approximation when --la-width is given (orf)",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="JSON",
+        help="reuse the results of a --raw file (same max_rows, seed and tol)",
     )
     parser.add_argument(
         "--check",
@@ -1095,8 +1170,6 @@ def main(argv=None):
             for record in res.values():
                 record.setdefault("s_used", [])
     else:
-        with threadpool_limits(args.blas_threads):
-            state = run(args, log)
         meta = {
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "machine": f"{platform.machine()}, {platform.processor() or '?'}",
@@ -1107,10 +1180,20 @@ def main(argv=None):
             "tol": args.tol,
             "max_rows": args.max_rows,
             "datasets": args.datasets,
-            "elapsed": time.perf_counter() - start,
         }
-        if args.raw:
-            args.raw.write_text(json.dumps(jsonable({"meta": meta, "state": state})))
+        if args.resume:
+            meta["resumed_from"] = str(args.resume)
+
+        def save(state):
+            if args.raw:
+                meta["elapsed"] = time.perf_counter() - start
+                args.raw.write_text(
+                    json.dumps(jsonable({"meta": meta, "state": state}))
+                )
+
+        with threadpool_limits(args.blas_threads):
+            state = run(args, log, save)
+        save(state)
     report = format_report(state, meta["datasets"], meta)
     args.output.write_text(report)
     log(f"wrote {args.output}")

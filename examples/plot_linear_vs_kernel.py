@@ -1,51 +1,172 @@
 """
-Linear and kernel margin softmax against logistic regression and SVC
-====================================================================
+Linear, kernel and SVC: decision regions, accuracy and fit time
+===============================================================
 
-Decision regions on two non-linear toy problems: the linear estimator draws
-cones through the origin shifted by a bias (a cosine classifier), the kernel
-estimator learns the same loss over random Fourier features and follows the
-data like ``SVC(kernel="rbf")``.
+:class:`~sklmargin.MarginSoftmaxClassifier` learns one prototype per class in
+the input space; :class:`~sklmargin.KernelMarginSoftmaxClassifier` learns the
+same loss over random Fourier features of the RBF kernel, which makes it a
+kernel machine whose cost grows linearly with the number of samples. This
+example compares both with :class:`~sklearn.linear_model.LogisticRegression`
+and :class:`~sklearn.svm.SVC` twice: decision regions on two small non-linear
+toy problems, then test accuracy against fit and predict time on a larger
+synthetic problem.
 """
 
 # %%
+# Decision regions on moons and circles
+# -------------------------------------
+# Every model sits in a Pipeline after a StandardScaler. The linear
+# AM-Softmax is not quite linear: its default ``constant_feature`` lifts each
+# sample to :math:`[x, c] / \lVert [x, c] \rVert` before the cosine is taken,
+# and with the per-class bias the boundary between two classes becomes
+# :math:`\langle w_1 - w_2, x\rangle + \text{const} = \beta\,
+# \lVert [x, c] \rVert`, a conic. On the circles that conic is a circle and
+# the "linear" model is as good as SVC; it cannot follow the moons, where the
+# kernel version (300 random features) and SVC can.
+import time
+
 import matplotlib.pyplot as plt
 import numpy as np
-from sklearn.datasets import make_circles, make_moons
+from sklearn.datasets import make_circles, make_classification, make_moons
+from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC
+from sklearn.svm import SVC, LinearSVC
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 
-datasets = {
+toy_data = {
     "moons": make_moons(n_samples=300, noise=0.15, random_state=0),
     "circles": make_circles(n_samples=300, factor=0.45, noise=0.1, random_state=0),
 }
-models = {
+toy_models = {
     "LogisticRegression": LogisticRegression(),
-    "AM-Softmax (linear)": MarginSoftmaxClassifier(loss="am-softmax"),
-    "AM-Softmax (kernel)": KernelMarginSoftmaxClassifier(
+    "AM-Softmax (linear)": MarginSoftmaxClassifier(),
+    "AM-Softmax (kernel, 300)": KernelMarginSoftmaxClassifier(
         n_components=300, random_state=0
     ),
-    "SVC rbf": SVC(),
+    "SVC (rbf)": SVC(),
 }
 
-fig, axes = plt.subplots(len(datasets), len(models), figsize=(13, 6.4))
-for row, (data_name, (X, y)) in enumerate(datasets.items()):
+fig, axes = plt.subplots(len(toy_data), len(toy_models), figsize=(13, 6.6))
+for row, (data_name, (X, y)) in enumerate(toy_data.items()):
     xx, yy = np.meshgrid(
         np.linspace(X[:, 0].min() - 0.5, X[:, 0].max() + 0.5, 200),
         np.linspace(X[:, 1].min() - 0.5, X[:, 1].max() + 0.5, 200),
     )
     grid = np.c_[xx.ravel(), yy.ravel()]
-    for col, (model_name, model) in enumerate(models.items()):
+    for col, (model_name, model) in enumerate(toy_models.items()):
         clf = make_pipeline(StandardScaler(), model).fit(X, y)
         ax = axes[row, col]
-        ax.contourf(xx, yy, clf.predict(grid).reshape(xx.shape), alpha=0.3)
-        ax.scatter(X[:, 0], X[:, 1], c=y, s=8, edgecolor="k", linewidth=0.2)
-        ax.set_title(f"{model_name}\n{data_name}: {clf.score(X, y):.2f}", fontsize=9)
+        ax.contourf(xx, yy, clf.predict(grid).reshape(xx.shape), alpha=0.3, cmap="bwr")
+        ax.scatter(X[:, 0], X[:, 1], c=y, s=8, cmap="bwr", edgecolor="k", lw=0.2)
+        ax.set_title(
+            f"{model_name}\n{data_name}: training accuracy {clf.score(X, y):.2f}",
+            fontsize=9,
+        )
         ax.set_xticks([])
         ax.set_yticks([])
 fig.tight_layout()
 plt.show()
+
+# %%
+# Accuracy against time on a larger problem
+# -----------------------------------------
+# 10 000 samples, 20 features, 4 classes of 3 clusters each (6000 for
+# training, 4000 for testing). The kernel AM-Softmax is fitted at four feature
+# widths with ``s=20, m=0.05`` (the values the user guide recommends for the
+# linear model) and at two widths with ``s=10, m=0.1``, next to
+# :class:`~sklearn.kernel_approximation.RBFSampler` + LogisticRegression at
+# the same width and the same ``gamma`` (``1 / n_features`` on scaled data).
+# Times are single measurements on the machine that built this page, so
+# read them as ratios.
+X, y = make_classification(
+    n_samples=10_000,
+    n_features=20,
+    n_informative=10,
+    n_redundant=2,
+    n_classes=4,
+    n_clusters_per_class=3,
+    class_sep=1.5,
+    random_state=0,
+)
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, test_size=0.4, stratify=y, random_state=0
+)
+widths = [250, 500, 1000, 2000]
+families = {
+    "LogisticRegression": [LogisticRegression(max_iter=1000)],
+    "LinearSVC": [LinearSVC()],
+    "AM-Softmax (linear)": [MarginSoftmaxClassifier(tol=1e-4)],
+    "AM-Softmax (kernel, s=10, m=0.1)": [
+        KernelMarginSoftmaxClassifier(
+            n_components=n, s=10, m=0.1, tol=1e-4, random_state=0
+        )
+        for n in widths[1::2]
+    ],
+    "AM-Softmax (kernel, s=20, m=0.05)": [
+        KernelMarginSoftmaxClassifier(
+            n_components=n, s=20, m=0.05, tol=1e-4, random_state=0
+        )
+        for n in widths
+    ],
+    "RBFSampler + LogisticRegression": [
+        make_pipeline(
+            RBFSampler(gamma=1 / X.shape[1], n_components=n, random_state=0),
+            LogisticRegression(max_iter=1000),
+        )
+        for n in widths[1::2]
+    ],
+    "SVC (rbf)": [SVC()],
+}
+
+results = {}
+for name, models in families.items():
+    results[name] = []
+    for model in models:
+        pipeline = make_pipeline(StandardScaler(), model)
+        start = time.perf_counter()
+        pipeline.fit(X_train, y_train)
+        fit_time = time.perf_counter() - start
+        start = time.perf_counter()
+        accuracy = pipeline.score(X_test, y_test)
+        predict_time = time.perf_counter() - start
+        results[name].append((accuracy, fit_time, predict_time))
+        print(
+            f"{name:34s} test accuracy {accuracy:.3f}  fit {fit_time:5.2f} s  "
+            f"predict {predict_time:5.2f} s"
+        )
+
+# %%
+# Kernel widths are joined by lines, smallest width first.
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
+markers = dict(zip(families, "ovsDP^*", strict=True))
+for name, points in results.items():
+    accuracy, fit_time, predict_time = np.array(points).T
+    for ax, seconds in zip(axes, (fit_time, predict_time), strict=True):
+        ax.plot(seconds, 100 * accuracy, marker=markers[name], label=name)
+for ax, what in zip(axes, ("fit", "predict"), strict=True):
+    ax.set_xscale("log")
+    ax.set(xlabel=f"{what} time (s, log scale)", title=f"test accuracy vs {what} time")
+    ax.grid(alpha=0.3)
+axes[0].set_ylabel("test accuracy (%)")
+axes[1].legend(fontsize=8, loc="lower right")
+fig.tight_layout()
+plt.show()
+
+# %%
+# What the picture shows
+# ----------------------
+# The three linear models agree (67.4-67.9%): this problem needs a kernel. The
+# kernel AM-Softmax gains with the feature width (from about 79% at 250
+# features to 85% at 2000 with ``s=20``), and the scale matters as much as
+# the width: ``s=10, m=0.1`` trails ``s=20, m=0.05`` by 3 to 5 points at equal
+# width. RBFSampler + LogisticRegression, given the same ``gamma``, is one to
+# two points more accurate at equal width (84.0% at 500 features, 86.6% at
+# 2000) and slower to fit. Exact SVC is the most accurate (89.6%) at these
+# 6000 training rows, four or more points ahead of every random-feature
+# model. What the random features buy is cost: predict time that does not
+# grow with the training set, and fit time that grows linearly with it where
+# SVC's grows superlinearly (see ``python -m sklmargin bench-scale``).

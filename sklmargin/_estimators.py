@@ -455,7 +455,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     ``"am-softmax"``  :math:`s(\cos\theta_y - m)`         :math:`s\cos\theta_j`
     ``"arcface"``     :math:`s\cos(\theta_y + m)`         :math:`s\cos\theta_j`
     ``"l-softmax"``   :math:`|w_y||x|\psi(\theta_y)`      :math:`\langle w_j,x\rangle`
-    ``"a-softmax"``   :math:`|x|\psi(\theta_y)`           :math:`|x|\cos\theta_j`
+    ``"a-softmax"``   :math:`s|x|\psi(\theta_y)`          :math:`s|x|\cos\theta_j`
     ================  ==================================  ==========================
 
     (plus ``b_j`` on every logit when ``fit_intercept``), with
@@ -465,7 +465,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     :math:`z_{ik} \mathrel{+}= s(t-1)(\cos\theta_{ik}+1)`.
 
     The margin is used for training only: :meth:`decision_function` returns the
-    margin-free logits (:math:`s\cos\theta_j + b_j`, :math:`|x|\cos\theta_j + b_j`
+    margin-free logits (:math:`s\cos\theta_j + b_j`, :math:`s|x|\cos\theta_j + b_j`
     or :math:`\langle w_j, x\rangle + b_j`), :meth:`predict` their argmax and
     :meth:`predict_proba` their softmax, so all three agree.
 
@@ -482,8 +482,9 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         integers); softmax and NormFace: must be None or 0.
     s : float, default=None
         Logit scale (> 0) of the losses that normalise the features; None means
-        the loss's default. For softmax it is an inverse temperature (default 1).
-        L-/A-Softmax take their scale from the norms and require None.
+        the loss's default. For softmax it is an inverse temperature (default 1);
+        for A-Softmax it multiplies the sample norm ``|x|`` (default 8; the
+        paper's is 1). L-Softmax takes its scale from the norms and requires None.
     t : float, default=1.0
         SV-Softmax parameter, ``t >= 1``; 1 is off.
     C : float, default=1.0
@@ -548,7 +549,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     s_ : float or None
         The logit scale used (None for L-/A-Softmax).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined when ``X`` has string feature names.
 
     See Also

@@ -222,7 +222,7 @@ class RandomFourierFeatures(
         even.
     n_features_in_ : int
         Number of features seen during :term:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during :term:`fit`. Defined only when `X` has feature
         names that are all strings.
 

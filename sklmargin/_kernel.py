@@ -93,7 +93,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     m_, s_ : float
         The margin and scale used.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
     See Also
     --------

@@ -96,7 +96,10 @@ class Margin:
         Whether the loss is softened by the ``lambda`` continuation of
         L-/A-Softmax; ``default_lambda`` is then the final ``lambda``.
     uses_s : bool
-        Whether the logit scale is the constant ``s`` (else a feature norm).
+        Whether the loss takes the hyper-parameter ``s``.
+    scale_from_norms : bool
+        Whether the logit scale involves feature norms (L-/A-Softmax), which
+        :func:`~sklmargin.margin_softmax_loss` then needs as ``norms``.
     penalized : bool
         Whether the L2 penalty ``C`` applies (losses whose objective depends on
         ``|w_j|``); cosine losses are scale invariant in ``W`` and are regularised
@@ -111,6 +114,7 @@ class Margin:
     uses_lambda = False
     penalized = False
     uses_s = True
+    scale_from_norms = False
 
     def check_m(self, m):
         """Return ``m`` as a float, or raise ValueError if outside the domain."""
@@ -301,6 +305,7 @@ class _MultiplicativeMargin(Margin):
     default_m = 2.0
     default_s = None
     uses_s = False
+    scale_from_norms = True
     uses_lambda = True
     default_lambda = 1.0
 

@@ -262,7 +262,9 @@ def margin_softmax_loss(
         SV-Softmax parameter, ``t >= 1`` (1 is off).
     norms : array-like broadcastable to (n_samples, n_classes), default=None
         When given, replaces ``s`` as the per-entry logit scale: ``|w_j||x_i|``
-        for L-Softmax, ``|x_i|`` for A-Softmax.
+        for L-Softmax, ``s |x_i|`` for A-Softmax (whose estimator multiplies the
+        norm by ``s``). Required by those two losses; pass either ``s`` or
+        ``norms``, not both.
     sample_weight : array-like of shape (n_samples,), default=None
     lam : float, default=0.0
         Softening of L-/A-Softmax, :math:`f_\lambda = (\lambda \cos + \psi) /
@@ -282,7 +284,7 @@ def margin_softmax_loss(
     >>> cos = np.array([[0.9, 0.1], [0.2, 0.7]])
     >>> value, grad = margin_softmax_loss(cos, [0, 1], loss="am-softmax", m=0.2, s=10)
     >>> round(value, 4)
-    0.0033
+    0.0255
     >>> grad.shape
     (2, 2)
     """
@@ -303,14 +305,15 @@ def margin_softmax_loss(
         raise ValueError(f"y must hold integer labels in 0..{cos.shape[1] - 1}.")
     t = check_t(t)
     if norms is None:
-        m, s = margin.resolve(m, s)
-        if s is None:
+        if margin.scale_from_norms:
             raise ValueError(
                 f"loss={margin.name!r} takes its logit scale from norms; pass norms."
             )
-        scale = s
+        m, scale = margin.resolve(m, s)
     else:
-        m, _ = margin.resolve(m, None if not margin.uses_s else s)
+        if s is not None:
+            raise ValueError("Pass either s or norms (norms replace s), not both.")
+        m, _ = margin.resolve(m, None)
         scale = np.asarray(norms, dtype=cos.dtype)
     lam = float(lam)
     if not (np.isfinite(lam) and lam >= 0):
