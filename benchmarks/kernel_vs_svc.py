@@ -48,7 +48,7 @@ def models(random_state=0):
         "SVC C=1": lambda: SVC(C=1.0),
         "SVC C=10": lambda: SVC(C=10.0),
         "RFF2000+LR": lambda: make_pipeline(
-            RBFSampler(n_components=2000, random_state=random_state),
+            RBFSampler(gamma="scale", n_components=2000, random_state=random_state),
             LogisticRegression(max_iter=1000),
         ),
     }

@@ -34,7 +34,10 @@ Stages
    ``n_components`` in :data:`WIDTHS` times ``kernel_approximation`` in
    :data:`APPROXIMATIONS`: accuracy and fit time.
 3. l-softmax and a-softmax, ``m`` in :data:`LA_M` times ``lambda_min`` in
-   :data:`LA_LAMBDA`, at the width and approximation recommended by stage 2.
+   :data:`LA_LAMBDA`, at the width and approximation recommended by stage 2
+   (or ``--la-width``), each also over the knob that sets its logit scale:
+   ``s`` in :data:`A_SOFTMAX_S` for a-softmax, ``C`` in :data:`L_SOFTMAX_C` for
+   l-softmax.
 
 References on the same folds: ``SVC(C=1)``, ``SVC(C=10)`` and
 ``RBFSampler(gamma="scale", n_components=1000, random_state=0) +
@@ -66,10 +69,10 @@ report without refitting.
 
 Examples
 --------
-Full run (about 30 minutes on one core)::
+Full run (about 10 minutes on one core)::
 
     /tmp/venv/bin/python benchmarks/tune_kernel_defaults.py --check \\
-        --raw /tmp/kernel_defaults.json
+        --la-width 1000 --raw /tmp/kernel_defaults.json
 
 Smoke test::
 
@@ -386,7 +389,7 @@ def cv_scores(params, X, y, folds, tol):
         if isinstance(clf, AdaptiveScaleClassifier):
             record["s_used"].append(clf.s_rule_)
             clf = clf.estimator_
-        if hasattr(clf, "n_iter_"):
+        if isinstance(clf, KernelMarginSoftmaxClassifier):
             record["n_iter"].append(int(np.max(clf.n_iter_)))
     return record
 
@@ -978,12 +981,21 @@ def format_report(state, datasets, meta):
     lines += reference_lines(results, datasets)
 
     # Stage 3.
+    la_best = {}
     if state["la"]:
-        lines += ["", "## Stage 3: l-softmax and a-softmax", ""]
+        lines += [
+            "",
+            "## Stage 3: l-softmax and a-softmax",
+            "",
+            "Besides m and lambda_min, the knob that sets their logit scale: s "
+            "for a-softmax (logits s |x| psi, |x| ~ 1 on random features), C for "
+            "l-softmax (logits |w||x| psi, |w| held by the L2 penalty 1/C).",
+            "",
+        ]
         for loss in sorted({p["loss"] for p in state["la"]}):
             keys = [label(p) for p in state["la"] if p["loss"] == loss]
             rows = summarise(keys, results, datasets, params)
-            rec = best_row(rows)
+            rec = la_best[loss] = best_row(rows)
             lines += [
                 f"### {loss}",
                 "",
@@ -996,10 +1008,39 @@ def format_report(state, datasets, meta):
             lines += reference_lines(results, datasets)
             lines.append("")
 
+    # One joint ranking: recommendations, alternatives, references.
+    joint = {}
+
+    def add_role(key, role):
+        if role not in joint.setdefault(key, []):
+            joint[key].append(role)
+
+    for loss in COSINE_LOSSES:
+        add_role(recs[loss]["key"], f"best {loss} (stage 1)")
+    for row in width_rows:
+        add_role(row["key"], "stage 2")
+    for loss, row in la_best.items():
+        add_role(row["key"], f"best {loss}")
+    previous = label(PREVIOUS_DEFAULT)
+    if previous in params:
+        add_role(previous, "previous default (linear's am-softmax)")
+    for ref in REFERENCES:
+        add_role(ref, "reference")
+    joint = {key: ", ".join(roles) for key, roles in joint.items()}
+    rows = summarise(list(joint), results, datasets, params)
+    lines += [
+        "",
+        "## Recommendations, alternatives and references in one ranking",
+        "",
+        "Ranks per data set among all rows of this table.",
+        "",
+    ]
+    lines += table(rows, datasets, extra={k: {"role": v} for k, v in joint.items()})
+
     if state["checks"]:
         lines += [
             "",
-            "## Class-weight checks at the recommended defaults",
+            "## Class-weight checks at the recommended defaults and alternatives",
             "",
             "check_class_weight_balanced_classifiers needs data: the imbalanced "
             "`make_classification(n_classes, n_samples=200, n_features=10, "
@@ -1185,8 +1226,8 @@ def main(argv=None):
             meta["resumed_from"] = str(args.resume)
 
         def save(state):
+            meta["elapsed"] = time.perf_counter() - start
             if args.raw:
-                meta["elapsed"] = time.perf_counter() - start
                 args.raw.write_text(
                     json.dumps(jsonable({"meta": meta, "state": state}))
                 )
