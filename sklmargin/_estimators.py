@@ -117,9 +117,16 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         return float(self.constant_feature) * rms
 
     # -- fit ------------------------------------------------------------------
+    #: Per-loss ``s`` used instead of the margin's default when ``s=None``
+    #: (the kernel estimator's features have |z| ~ 1, unlike standardised rows).
+    _default_s_overrides: dict = {}
+
     def _validate_hyperparameters(self):
         margin = get_margin(self.loss)
-        m, s = margin.resolve(self.m, self.s)
+        s_param = self.s
+        if s_param is None:
+            s_param = self._default_s_overrides.get(margin.name)
+        m, s = margin.resolve(self.m, s_param)
         t = check_t(self.t)
         if not margin.uses_lambda and self.lambda_min is not None:
             raise ValueError(

@@ -309,3 +309,16 @@ def test_kernel_estimator_on_digits(approximation):
     clf.fit(X[:1200], y[:1200])
     assert clf.score(X[1200:], y[1200:]) > 0.88
     assert clf.feature_map_ is not None
+
+
+def test_kernel_a_softmax_uses_its_own_default_scale(iris):
+    X, y = iris
+    kernel = KernelMarginSoftmaxClassifier(
+        loss="a-softmax", n_components=50, random_state=0
+    ).fit(X, y)
+    linear = MarginSoftmaxClassifier(loss="a-softmax").fit(X, y)
+    assert kernel.s_ == 30.0 and linear.s_ == 8.0
+    explicit = KernelMarginSoftmaxClassifier(
+        loss="a-softmax", s=4.0, n_components=50, random_state=0
+    ).fit(X, y)
+    assert explicit.s_ == 4.0
