@@ -277,6 +277,21 @@ def margin_softmax_loss(
     grad : ndarray of shape (n_samples, n_classes)
         :math:`\partial L / \partial \cos` (the SV mask held constant).
 
+    See Also
+    --------
+    MarginSoftmaxClassifier : Trains a linear classifier on this loss.
+    KernelMarginSoftmaxClassifier : The same over random Fourier features.
+
+    References
+    ----------
+    .. [1] Wang et al., "NormFace", arXiv:1704.06369.
+    .. [2] Wang et al., "Additive Margin Softmax for Face Verification",
+       arXiv:1801.05599; "CosFace", arXiv:1801.09414.
+    .. [3] Deng et al., "ArcFace", arXiv:1801.07698.
+    .. [4] Liu et al., "Large-Margin Softmax Loss", arXiv:1612.02295.
+    .. [5] Liu et al., "SphereFace", arXiv:1704.08063.
+    .. [6] Wang et al., "Support Vector Guided Softmax Loss", arXiv:1812.11317.
+
     Examples
     --------
     >>> import numpy as np
