@@ -186,12 +186,32 @@ def _sklearn_softmax_cross_entropy(z, y, sw):
     return float(loss_out.sum(dtype=np.float64)), z
 
 
-try:  # private API: checked on scikit-learn 1.6-1.9, numpy fallback otherwise
-    from sklearn._loss.loss import HalfMultinomialLoss as _HalfMultinomialLoss
+def _select_cross_entropy():
+    """Use scikit-learn's compiled loss if it exists and agrees with numpy.
 
-    softmax_cross_entropy = _sklearn_softmax_cross_entropy
-except ImportError:  # pragma: no cover
-    softmax_cross_entropy = _numpy_softmax_cross_entropy
+    ``sklearn._loss`` is private: it is probed once, on a small problem, and any
+    import error, exception or disagreement falls back to the numpy version, so
+    a future scikit-learn that moves or changes it costs speed, not results.
+    """
+    global _HalfMultinomialLoss
+    try:
+        from sklearn._loss.loss import HalfMultinomialLoss as _HalfMultinomialLoss
+
+        rng = np.random.default_rng(0)
+        z = rng.standard_normal((7, 3)) * 10
+        y = np.arange(7) % 3
+        sw = np.full(7, 1 / 7)
+        loss, grad = _sklearn_softmax_cross_entropy(z.copy(), y, sw)
+        ref_loss, ref_grad = _numpy_softmax_cross_entropy(z.copy(), y, sw)
+        if np.isclose(loss, ref_loss, rtol=1e-10) and np.allclose(grad, ref_grad):
+            return _sklearn_softmax_cross_entropy
+    except Exception:  # noqa: BLE001 - any failure means: do not use it
+        pass
+    return _numpy_softmax_cross_entropy
+
+
+_HalfMultinomialLoss = None
+softmax_cross_entropy = _select_cross_entropy()
 
 
 def support_vector_mask(cos, y, f_y):

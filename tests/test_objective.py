@@ -319,3 +319,13 @@ def test_compiled_cross_entropy_matches_numpy_reference(dtype):
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     assert loss == pytest.approx(loss_ref, rel=rtol)
     np.testing.assert_allclose(grad, grad_ref, rtol=rtol, atol=rtol * 1e-3)
+
+
+def test_cross_entropy_falls_back_to_numpy_without_sklearn_private_loss(monkeypatch):
+    import sys
+
+    from sklmargin import _objective
+
+    monkeypatch.setitem(sys.modules, "sklearn._loss.loss", None)  # import fails
+    chosen = _objective._select_cross_entropy()
+    assert chosen is _objective._numpy_softmax_cross_entropy
