@@ -122,6 +122,14 @@ def fit_scaling(n, d=100, k=10, dtype=np.float32, loss="am-softmax", seed=0):
     }
 
 
+def _write_rows(rows, path):
+    """Write the rows as JSON when a path is given; return the exit code 0."""
+    if path:
+        with open(path, "w") as handle:
+            json.dump(rows, handle, indent=1)
+    return 0
+
+
 def _run_objective(args):
     rows = []
     with threadpool_limits(args.threads or None):
@@ -136,10 +144,7 @@ def _run_objective(args):
                         f"{row['gemm_ms']:8.1f} ms   ratio {row['ratio']:.2f}",
                         flush=True,
                     )
-    if args.output:
-        with open(args.output, "w") as handle:
-            json.dump(rows, handle, indent=1)
-    return 0
+    return _write_rows(rows, args.output)
 
 
 def _run_scale(args):
@@ -168,10 +173,7 @@ def _run_scale(args):
             f"peak {row['peak_rss_mib']:7.1f} MiB",
             flush=True,
         )
-    if args.output:
-        with open(args.output, "w") as handle:
-            json.dump(rows, handle, indent=1)
-    return 0
+    return _write_rows(rows, args.output)
 
 
 def register(subparsers):
