@@ -23,7 +23,7 @@ from sklearn.utils.validation import (
 )
 
 from ._margins import LOSS_NAMES, Softmax, get_margin
-from ._objective import LinearMarginObjective, _row_norms, check_t
+from ._objective import _TINY_NORM, LinearMarginObjective, _row_norms, check_t
 from ._solver import fit_continuation, warn_if_not_converged
 
 # lambda schedule of L-/A-Softmax: start near plain softmax, divide by 10 per
@@ -371,7 +371,7 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
             norms = np.sqrt(_row_norms(features) ** 2 + c**2)
             if c > 0:
                 raw = raw + (c * self.constant_coef_).astype(raw.dtype)
-            factors = self.s_ / np.maximum(norms, 1e-30)
+            factors = self.s_ / np.maximum(norms, _TINY_NORM)
             raw = raw * factors.astype(raw.dtype)[:, None]
         elif margin.normalizes_W and margin.uses_s:  # A-Softmax: s |x| cos
             raw = raw * raw.dtype.type(self.s_)

@@ -487,27 +487,18 @@ class LinearMarginObjective:
             return self.dtype.type(self.s) * self.x_norm[:, None]
         return self.s
 
-    def cosines(self, params):
-        """Cosine matrix (raw logits for softmax) and the per-entry logit scale."""
+    def _forward(self, params):
+        """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
         coef, _ = self.unpack(params)
         w_hat, w_norm = self._prototypes(coef)
-        cos = self.X @ w_hat.T.astype(self.dtype)
-        return np.asarray(cos), self._scale(w_norm)
-
-    def decision_logits(self, params):
-        """Margin-free logits ``scale * cos + b`` of the training data."""
-        cos, scale = self.cosines(params)
-        _, intercept = self.unpack(params)
-        z = cos * scale
-        if intercept is not None:
-            z += intercept
-        return z
+        cos = np.asarray(self.X @ w_hat.T.astype(self.dtype))
+        return cos, self._scale(w_norm), w_hat, w_norm
 
     def compute_sv_mask(self, params):
         """SV-Softmax support-vector mask at ``params`` (None when ``t == 1``)."""
         if self.t == 1.0:
             return None
-        cos, _ = self.cosines(params)
+        cos = self._forward(params)[0]
         f_y, _ = self.margin.target(
             cos[np.arange(cos.shape[0]), self.y], self.m, self.lam
         )
@@ -516,9 +507,7 @@ class LinearMarginObjective:
     def loss_gradient(self, params):
         """Objective value and gradient (float64) at ``params``, one pass."""
         coef, intercept = self.unpack(params)
-        w_hat, w_norm = self._prototypes(coef)
-        cos = np.asarray(self.X @ w_hat.T.astype(self.dtype))
-        scale = self._scale(w_norm)
+        cos, scale, w_hat, w_norm = self._forward(params)
         is_l_softmax = self.margin.name == "l-softmax"
         out = pointwise_loss_gradient(
             cos,
