@@ -104,6 +104,11 @@ class Margin:
         Whether the L2 penalty ``C`` applies (losses whose objective depends on
         ``|w_j|``); cosine losses are scale invariant in ``W`` and are regularised
         through ``s`` and ``m`` instead.
+    search_grid : dict of str to tuple of float
+        A 9-point tuning grid over the loss's own hyper-parameters (``m``, ``s``
+        or ``C``), every point inside the loss's domain and the defaults among
+        them. ``compare --tune`` and the CV estimators read it from here, so a
+        new loss is tuned without editing a list elsewhere.
     """
 
     name = ""
@@ -115,6 +120,7 @@ class Margin:
     penalized = False
     uses_s = True
     scale_from_norms = False
+    search_grid: dict = {}
 
     def check_m(self, m):
         """Return ``m`` as a float, or raise ValueError if outside the domain."""
@@ -195,6 +201,8 @@ class Softmax(_NoMargin):
     normalizes_W = False
     default_s = 1.0
     penalized = True
+    # Neither a margin nor a useful scale: the L2 strength is the knob.
+    search_grid = {"C": tuple(float(c) for c in np.logspace(-2, 2, 9))}
 
 
 class NormFace(_NoMargin):
@@ -208,6 +216,8 @@ class NormFace(_NoMargin):
 
     name = "normface"
     default_s = 20.0
+    # No margin: the scale s is the only knob; 5 to 80 in factors of sqrt(2).
+    search_grid = {"s": tuple(float(s) for s in np.geomspace(5.0, 80.0, 9))}
 
 
 class AMSoftmax(Margin):
@@ -224,6 +234,9 @@ class AMSoftmax(Margin):
     name = "am-softmax"
     default_m = 0.05
     default_s = 30.0
+    # Centred on the measured defaults (benchmarks/results_defaults.md): the
+    # scale matters most, margins above 0.1 cost accuracy in this regime.
+    search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
 
     def check_m(self, m):
         m = _real(m, "m")
@@ -264,6 +277,7 @@ class ArcFace(Margin):
     name = "arcface"
     default_m = 0.05
     default_s = 30.0
+    search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
 
     def check_m(self, m):
         m = _real(m, "m")
@@ -350,6 +364,8 @@ class LSoftmax(_MultiplicativeMargin):
     # m=1.5, lambda=20 ranks best over 12 datasets (benchmarks/results_defaults.md).
     default_m = 1.5
     default_lambda = 20.0
+    # No s: the logit scale is |w||x|, which the L2 penalty C bounds.
+    search_grid = {"m": (1.5, 2.0, 3.0), "C": (0.1, 1.0, 10.0)}
 
 
 class ASoftmax(_MultiplicativeMargin):
@@ -376,6 +392,7 @@ class ASoftmax(_MultiplicativeMargin):
     # dna prefer smaller s; see benchmarks/results_defaults.md).
     default_s = 8.0
     default_lambda = 20.0  # SphereFace ends at 5; 20 ranks best here
+    search_grid = {"m": (1.5, 2.0, 3.0), "s": (2.0, 8.0, 30.0)}
 
 
 _REGISTRY: dict[str, Margin] = {
@@ -391,6 +408,15 @@ _REGISTRY: dict[str, Margin] = {
 }
 ALIASES = {"cosface": "am-softmax", "sphereface": "a-softmax"}
 LOSS_NAMES = tuple(_REGISTRY) + tuple(ALIASES)
+
+
+def registered_margins():
+    """Return every registered :class:`Margin`, in registration order.
+
+    Tests, ``compare`` and the documentation iterate over this instead of
+    keeping their own list of loss names.
+    """
+    return tuple(_REGISTRY.values())
 
 
 def get_margin(loss):
