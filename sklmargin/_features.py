@@ -22,16 +22,13 @@ from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
 )
 from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
+
+from ._compat import Interval, StrOptions, fit_context
+from ._validation import check_weights
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -282,7 +279,7 @@ class RandomFourierFeatures(
         self.orthogonal = orthogonal
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(
         self, X: ArrayLike, y: None = None, sample_weight: ArrayLike | None = None
     ) -> "RandomFourierFeatures":
@@ -305,9 +302,7 @@ class RandomFourierFeatures(
             The fitted transformer.
         """
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=np.float64, ensure_non_negative=True
-        )
+        sample_weight = check_weights(sample_weight, X.shape[0])
         n_features = X.shape[1]
 
         if isinstance(self.gamma, str):  # the constraints admit only "scale"

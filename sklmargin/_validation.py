@@ -1,0 +1,139 @@
+"""Validation of sample and class weights, in one place for every entry point.
+
+The estimators, :func:`~sklmargin.margin_softmax_loss` and the feature maps all
+normalise their objective (or statistic) by the sum of the weights, so a weight
+vector must be finite, non-negative and have a positive sum; otherwise a NaN or
+a silent chance-level model follows. Class weights are multiplied into the
+sample weights and checked by the same rule.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def check_weights(sample_weight, n_samples, *, name="sample_weight"):
+    """Return ``sample_weight`` as a validated float64 vector.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), scalar or None
+        None means unit weights; a scalar is broadcast.
+    n_samples : int
+    name : str, default="sample_weight"
+        Used in error messages.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    ValueError
+        If the shape is wrong, an entry is NaN, infinite or negative, or all
+        weights are zero.
+    """
+    if sample_weight is None:
+        return np.ones(n_samples)
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    try:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric; got {sample_weight!r}.") from exc
+    if sample_weight.ndim != 1:
+        raise ValueError(
+            f"{name} must be 1D array or scalar; got shape {sample_weight.shape}."
+        )
+    if sample_weight.shape != (n_samples,):
+        raise ValueError(
+            f"{name}.shape == {sample_weight.shape}, expected ({n_samples},)!"
+        )
+    _check_weight_values(sample_weight, name)
+    return sample_weight
+
+
+def _check_weight_values(weights, name):
+    if not np.all(np.isfinite(weights)):
+        raise ValueError(f"{name} must be finite; it contains NaN or infinity.")
+    if np.any(weights < 0):
+        raise ValueError(f"Negative values in data passed to {name}.")
+    if weights.size and not weights.sum() > 0:
+        raise ValueError(
+            f"{name} sums to zero: at least one sample must have a positive weight."
+        )
+
+
+def class_weight_factors(class_weight, classes, y_encoded, sample_weight):
+    """Per-class factors of ``class_weight`` ("balanced" uses weighted totals).
+
+    Parameters
+    ----------
+    class_weight : dict, "balanced" or None
+    classes : ndarray of shape (n_classes,)
+    y_encoded : ndarray of shape (n_samples,)
+        Labels as indices into ``classes``.
+    sample_weight : ndarray of shape (n_samples,)
+        Validated sample weights.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,) or None
+        None when ``class_weight`` is None.
+
+    Raises
+    ------
+    ValueError
+        If a dict names an unknown class or holds a non-numeric, NaN, infinite
+        or negative weight.
+    """
+    n_classes = len(classes)
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):  # "balanced", on weighted class totals
+        totals = np.bincount(y_encoded, sample_weight, minlength=n_classes)
+        present = totals > 0
+        factors = np.ones(n_classes)
+        factors[present] = sample_weight.sum() / (present.sum() * totals[present])
+        return factors
+    factors = np.ones(n_classes)
+    for label, weight in class_weight.items():
+        index = np.flatnonzero(classes == label)
+        if index.size == 0:
+            raise ValueError(
+                f"class_weight names class {label!r}, which is not in the "
+                f"training labels {classes.tolist()}."
+            )
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise ValueError(
+                f"class_weight[{label!r}] must be a real number; got {weight!r}."
+            )
+        if not (np.isfinite(weight) and weight >= 0):
+            raise ValueError(
+                f"class_weight[{label!r}] must be finite and >= 0; got {weight!r}."
+            )
+        factors[index] = weight
+    return factors
+
+
+def check_sample_and_class_weight(
+    sample_weight, class_weight, classes, y_encoded, n_samples
+):
+    """Return the validated ``sample_weight`` times the ``class_weight`` factors.
+
+    The product is checked again: class weights that zero out every sample
+    leave nothing to fit and raise instead of producing a NaN model.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    sample_weight = check_weights(sample_weight, n_samples)
+    factors = class_weight_factors(class_weight, classes, y_encoded, sample_weight)
+    if factors is None:
+        return sample_weight
+    weights = sample_weight * factors[y_encoded]
+    _check_weight_values(weights, "sample_weight * class_weight")
+    return weights
