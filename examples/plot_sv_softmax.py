@@ -14,7 +14,8 @@ I_{ik}`: its exponential is multiplied by
 example shows which samples are support vectors at the start and at the end of
 training, how ``t`` multiplies their share of the gradient, and what that
 does to the fit. Everything is computed with the fitted model's cosines and
-:func:`sklmargin._objective.support_vector_mask`.
+the SV-Softmax modifier's own mask,
+:meth:`sklmargin._margins.SupportVectorGuided.non_target_state`.
 """
 
 # %%
@@ -27,8 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklmargin import MarginSoftmaxClassifier, margin_softmax_loss
-from sklmargin._margins import get_margin
-from sklmargin._objective import support_vector_mask
+from sklmargin._margins import SupportVectorGuided, get_margin
 
 rng = np.random.RandomState(0)
 centres = np.deg2rad([90.0, 210.0, 330.0])
@@ -47,8 +47,9 @@ def cosines(prototypes, X):
 
 def support_vectors(cos, y):
     """SV-Softmax mask (n_samples, n_classes) of AM-Softmax with margin m."""
-    f_y, _ = get_margin("am-softmax").target(cos[np.arange(len(y)), y], m)
-    return support_vector_mask(cos, y, f_y)
+    sv = SupportVectorGuided(get_margin("am-softmax"), t=1.2)  # t: any value > 1
+    f_y, _ = sv.target(cos[np.arange(len(y)), y], m)
+    return sv.non_target_state(cos, y, f_y)
 
 
 def fit(t):

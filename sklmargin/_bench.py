@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from ._margins import get_margin
 from ._objective import LinearMarginObjective
+from ._rows import prepare_rows
 
 
 def _median_seconds(fun, repeats):
@@ -56,7 +57,8 @@ def objective_vs_gemm(n, d, k, dtype, loss="am-softmax", repeats=5, seed=0):
     y = rng.integers(0, k, n)
     margin = get_margin(loss)
     m, s = margin.resolve(None, None)
-    objective = LinearMarginObjective(X, y, k, np.ones(n), margin, m, s, 1.0, 1.0, True)
+    rows = prepare_rows(X, normalize=margin.uses_angle)
+    objective = LinearMarginObjective(rows, y, k, np.ones(n), margin, m, s, 1.0, True)
     params = rng.standard_normal(objective.n_params)
     coef = params[: k * d].reshape(k, d).astype(dtype)
     features = objective.X

@@ -10,74 +10,35 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._margins import LOSS_NAMES, Softmax, get_margin
-from ._objective import _TINY_NORM, LinearMarginObjective, _row_norms, check_t
-from ._solver import fit_continuation, warn_if_not_converged
+from ._compat import Interval, StrOptions, fit_context
+from ._margins import LOSS_NAMES, Margin, get_margin, with_support_vectors
+from ._objective import LinearMarginObjective, margin_free_logits
+from ._rows import lift_constant, prepare_rows
+from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged
+from ._start import initial_params, softmax_start, warm_start_params
+from ._validation import check_sample_and_class_weight
 
-# lambda schedule of L-/A-Softmax: start near plain softmax, divide by 10 per
-# stage down to the user's final lambda.
-_LAMBDA_START = 1000.0
-_LAMBDA_FACTOR = 10.0
-_LAMBDA_FLOOR = 0.1  # below this the next stage is the final lambda itself
-
-
-def lambda_schedule(lambda_min):
-    """Decreasing softening values ending at ``lambda_min``.
-
-    Examples
-    --------
-    >>> lambda_schedule(5.0)
-    [1000.0, 100.0, 10.0, 5.0]
-    """
-    schedule = []
-    lam = _LAMBDA_START
-    while lam > lambda_min and lam >= _LAMBDA_FLOOR:
-        schedule.append(lam)
-        lam /= _LAMBDA_FACTOR
-    schedule.append(float(lambda_min))
-    return schedule
-
-
-def _weighted_class_sums(X, y_encoded, sample_weight, n_classes, block=65536):
-    """``sum_{i: y_i = j} w_i x_i`` per class, in float64, by row blocks.
-
-    Blocks keep the float64 copy of a float32 ``X`` small (a one-shot sparse
-    product would upcast all of ``X``: measured +2 copies of the data in memory).
-    """
-    sums = np.zeros((n_classes, X.shape[1]))
-    for start in range(0, X.shape[0], block):
-        rows = slice(start, min(start + block, X.shape[0]))
-        chunk = X[rows]
-        chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
-        indicator = sparse.csr_matrix(
-            (sample_weight[rows], (y_encoded[rows], np.arange(chunk.shape[0]))),
-            shape=(n_classes, chunk.shape[0]),
-        )
-        sums += indicator @ chunk.astype(np.float64, copy=False)
-    return sums
+# Prototypes whose norm falls this far below the largest have collapsed onto
+# the cone point w_j = 0 (L-Softmax with a small lambda_min).
+_COLLAPSE_RATIO = 1e-8
 
 
 class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the linear and the kernel estimator.
 
     Subclasses override :meth:`_fit_feature_map` and :meth:`_map_features` to
-    train on transformed inputs; everything else is common.
+    train on transformed inputs; everything else is common. Nothing here knows
+    a loss: the margin object (:mod:`sklmargin._margins`) answers every
+    per-loss question.
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions(set(LOSS_NAMES))],
+        "loss": [StrOptions(set(LOSS_NAMES)), Margin],
         "m": [Real, None],
         "s": [Real, None],
         "t": [Real],
@@ -93,6 +54,10 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    #: Whether the rows are kernel features with |z| ~ 1 (the margin's
+    #: ``default_s_kernel`` then replaces ``default_s``).
+    _unit_norm_features = False
+
     # -- feature map hooks (identity for the linear estimator) ---------------
     def _fit_feature_map(self, X, sample_weight):
         return X
@@ -100,38 +65,19 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
     def _map_features(self, X):
         return X
 
-    def _constant_feature(self, features, sample_weight, margin):
-        """Value ``c`` of the lifting feature (0.0 when not lifted).
-
-        The objective lifts each row to ``[x, c] / |[x, c]|``, which is one-to-one
-        (the inverse gnomonic projection onto a hemisphere), so a cosine classifier
-        keeps what ``|x|`` says instead of seeing directions only. ``c`` is
-        ``constant_feature`` times the weighted root-mean-square feature value.
-        """
-        if not (margin.normalizes_X and self.constant_feature):
-            return 0.0
-        mean_square = float(sample_weight @ _row_norms(features) ** 2) / (
-            sample_weight.sum() * max(features.shape[1], 1)
-        )
-        rms = np.sqrt(mean_square) if mean_square > 0 else 1.0
-        return float(self.constant_feature) * rms
-
     # -- fit ------------------------------------------------------------------
-    #: Per-loss ``s`` used instead of the margin's default when ``s=None``
-    #: (the kernel estimator's features have |z| ~ 1, unlike standardised rows).
-    _default_s_overrides: dict = {}
-
     def _validate_hyperparameters(self):
         margin = get_margin(self.loss)
         s_param = self.s
-        if s_param is None:
-            s_param = self._default_s_overrides.get(margin.name)
+        if s_param is None and self._unit_norm_features and margin.uses_s:
+            s_param = getattr(margin, "default_s_kernel", None)
         m, s = margin.resolve(self.m, s_param)
-        t = check_t(self.t)
+        margin = with_support_vectors(margin, self.t)
         if not margin.uses_lambda and self.lambda_min is not None:
             raise ValueError(
-                f"lambda_min only applies to loss='l-softmax' and 'a-softmax'; "
-                f"leave it None for loss={self.loss!r}."
+                f"lambda_min only applies to the losses softened by a lambda "
+                f"schedule ('l-softmax', 'a-softmax'); leave it None for "
+                f"loss={margin.name!r}."
             )
         if not np.isfinite(self.C):
             raise ValueError(f"C must be finite; got C={self.C!r}.")
@@ -142,116 +88,30 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         )
         if not np.isfinite(lambda_min):
             raise ValueError(f"lambda_min must be finite; got {self.lambda_min!r}.")
-        return margin, m, s, t, float(lambda_min)
+        return margin, m, s, float(lambda_min)
 
-    def _sample_weight(self, sample_weight, X, y_encoded):
-        sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=np.float64, ensure_non_negative=True
-        )
-        n_classes = len(self.classes_)
-        if isinstance(self.class_weight, str):  # "balanced", weighted
-            class_totals = np.bincount(y_encoded, sample_weight, minlength=n_classes)
-            present = class_totals > 0
-            factors = np.ones(n_classes)
-            factors[present] = sample_weight.sum() / (
-                present.sum() * class_totals[present]
-            )
-        elif self.class_weight is not None:
-            factors = np.ones(n_classes)
-            for label, weight in self.class_weight.items():
-                index = np.flatnonzero(self.classes_ == label)
-                if index.size == 0:
-                    raise ValueError(
-                        f"class_weight names class {label!r}, which is not in the "
-                        f"training labels {self.classes_.tolist()}."
-                    )
-                factors[index] = weight
-        else:
-            return sample_weight
-        return sample_weight * factors[y_encoded]
-
-    def _initial_params(self, objective, y_encoded, sample_weight, margin):
-        n_classes, n_features = objective.n_classes, objective.n_features
-        params = np.zeros(objective.n_params)
-        coef, intercept = objective.unpack(params)
-        if intercept is not None:
-            # Weighted log-priors, centred: softmax is invariant to a common shift.
-            priors = np.bincount(y_encoded, sample_weight, minlength=n_classes)
-            log_priors = np.log(np.maximum(priors / priors.sum(), 1e-12))
-            intercept[:] = log_priors - log_priors.mean()
-        if objective.uses_angle:
-            # Weight imprinting: a class's prototype starts at the weighted mean
-            # of its normalised rows. Degenerate (zero) means get a random
-            # direction; the only use of random_state.
-            means = _weighted_class_sums(
-                objective.X, y_encoded, sample_weight, n_classes
-            )
-            norms = np.linalg.norm(means, axis=1)
-            degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
-            if np.any(degenerate):
-                rng = check_random_state(self.random_state)
-                means[degenerate] = rng.standard_normal(
-                    (int(degenerate.sum()), n_features)
-                )
-                norms = np.linalg.norm(means, axis=1)
-            coef[:] = means / norms[:, None]
-        return params
-
-    def _warm_start_params(self, objective, margin, lifted):
-        if not (self.warm_start and hasattr(self, "coef_")):
-            return None
-        n_classes, n_features = objective.n_classes, objective.n_features
-        if (
-            self.coef_.shape != (n_classes, n_features - lifted)
-            or self._fit_loss != margin.name
-            or (self.constant_feature_ > 0) != lifted
-        ):
-            return None
-        params = np.zeros(objective.n_params)
-        coef, intercept = objective.unpack(params)
-        if lifted:
-            coef[:, :-1] = self.coef_
-            coef[:, -1] = self.constant_coef_
-        else:
-            coef[:] = self.coef_
-        if margin.name == "softmax":
-            coef /= self.s_
-        if intercept is not None:
-            intercept[:] = self.intercept_
-        return params
-
-    def _solve_softmax_start(self, X, y_encoded, sample_weight, objective):
-        """Plain-softmax solution: the lambda = infinity start of L-Softmax."""
-        start = LinearMarginObjective(
+    def _check_training_data(self, X, y, sample_weight):
+        X, y = validate_data(
+            self,
             X,
-            y_encoded,
-            objective.n_classes,
-            sample_weight,
-            Softmax(),
-            0.0,
-            1.0,
-            1.0,
-            self.C,
-            self.fit_intercept,
+            y,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
         )
-        x0 = self._initial_params(start, y_encoded, sample_weight, start.margin)
-        result = fit_continuation(
-            start, x0, max_iter=self.max_iter, tol=max(self.tol, 1e-4)
-        )
-        params = result.params
-        coef, _ = start.unpack(params)
-        # A prototype at the origin is the cone point of |w||x|psi: nudge it.
-        norms = np.linalg.norm(coef, axis=1)
-        scale = max(norms.max(), 1.0)
-        small = norms < 1e-3 * scale
-        if np.any(small):
-            rng = check_random_state(self.random_state)
-            coef[small] = (
-                1e-3 * scale * rng.standard_normal((small.sum(), coef.shape[1]))
+        check_classification_targets(y)
+        classes, y_encoded = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                "This classifier needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {classes[0]!r}."
             )
-        return params, result.n_iter
+        sample_weight = check_sample_and_class_weight(
+            sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
+        )
+        return X, classes, y_encoded, sample_weight
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the classifier by L-BFGS.
 
@@ -269,52 +129,48 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        margin, m, s, t, lambda_min = self._validate_hyperparameters()
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            order="C",
+        margin, m, s, lambda_min = self._validate_hyperparameters()
+        X, classes, y_encoded, sample_weight = self._check_training_data(
+            X, y, sample_weight
         )
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(
-                "This classifier needs samples of at least 2 classes in the data, "
-                f"but the data contains only one class: {classes[0]!r}."
-            )
         self.classes_ = classes
-        sample_weight = self._sample_weight(sample_weight, X, y_encoded)
         features = self._fit_feature_map(X, sample_weight)
-        constant = self._constant_feature(features, sample_weight, margin)
-
+        constant = (
+            lift_constant(features, sample_weight, self.constant_feature)
+            if margin.normalizes_X
+            else 0.0
+        )
+        rows = prepare_rows(features, normalize=margin.uses_angle, constant=constant)
         objective = LinearMarginObjective(
-            features,
+            rows,
             y_encoded,
             len(classes),
             sample_weight,
             margin,
             m,
             s,
-            t,
             self.C,
             self.fit_intercept,
-            constant=constant,
         )
-        x0 = self._warm_start_params(objective, margin, lifted=constant > 0)
-        n_iter = 0
-        if x0 is not None:
+        settings = {
+            "max_iter": self.max_iter,
+            "tol": self.tol,
+            "random_state": self.random_state,
+        }
+        x0 = warm_start_params(self, objective)
+        warm, n_iter = x0 is not None, 0
+        if warm:
             lambdas = [lambda_min]
         else:
             lambdas = lambda_schedule(lambda_min) if margin.uses_lambda else [0.0]
-            if margin.name == "l-softmax":
-                x0, n_iter = self._solve_softmax_start(
-                    features, y_encoded, sample_weight, objective
+            if margin.start == "softmax-solution":
+                x0, n_iter = softmax_start(
+                    objective, features, y_encoded, sample_weight, settings=settings
                 )
             else:
-                x0 = self._initial_params(objective, y_encoded, sample_weight, margin)
+                x0 = initial_params(
+                    objective, y_encoded, sample_weight, self.random_state
+                )
         result = fit_continuation(
             objective,
             x0,
@@ -324,6 +180,7 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
             # scale, so the tolerance is too; tol then means the same at every s
             # (measured: at s=30, tol*s stops where accuracy has saturated).
             tol=self.tol * (s if s is not None else 1.0),
+            warm=warm,
             verbose=self.verbose,
         )
         if not np.all(np.isfinite(result.params)):
@@ -331,29 +188,49 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} diverged to non-finite coefficients with "
                 f"loss={margin.name!r}; scale the data (StandardScaler) or lower s."
             )
-        warn_if_not_converged(result, self.max_iter, self.tol, type(self).__name__)
+        self._store_solution(objective, result.params, margin, m, s, features.dtype)
+        warn_if_not_converged(
+            result,
+            self.max_iter,
+            self.tol,
+            type(self).__name__,
+            hint=self._collapse_hint(margin),
+        )
+        self.n_iter_ = n_iter + result.n_iter
+        return self
 
-        coef, intercept = objective.unpack(result.params)
+    def _store_solution(self, objective, params, margin, m, s, dtype):
+        """Fitted attributes in the training parametrisation (nothing folded)."""
+        coef, intercept = objective.unpack(params)
         if margin.normalizes_W:
             coef = coef / np.linalg.norm(coef, axis=1, keepdims=True)
-        elif margin.name == "softmax":
-            coef = coef * s  # fold the inverse temperature into the weights
-        dtype = features.dtype
+        constant = objective.rows.constant
         if constant > 0:
             self.constant_coef_ = np.asarray(coef[:, -1], dtype=dtype).copy()
             coef = coef[:, :-1]
         else:
-            self.constant_coef_ = np.zeros(len(classes), dtype=dtype)
+            self.constant_coef_ = np.zeros(objective.n_classes, dtype=dtype)
         self.constant_feature_ = constant
         self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
         self.intercept_ = (
             np.asarray(intercept, dtype=dtype).copy()
             if intercept is not None
-            else np.zeros(len(classes), dtype=dtype)
+            else np.zeros(objective.n_classes, dtype=dtype)
         )
-        self.n_iter_ = n_iter + result.n_iter
-        self.m_, self.s_, self._fit_loss = m, s, margin.name
-        return self
+        self.margin_, self.m_, self.s_ = margin, m, s
+
+    def _collapse_hint(self, margin):
+        """Name the cone point when a prototype collapsed (L-Softmax, small lambda)."""
+        if margin.normalizes_W:
+            return ""
+        norms = np.linalg.norm(self.coef_, axis=1)
+        if not np.any(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300)):
+            return ""
+        return (
+            "A prototype collapsed to w_j = 0, the cone point where the loss "
+            "is not differentiable (L-Softmax with a small lambda_min): raise "
+            "lambda_min (default 20). "
+        )
 
     # -- prediction -----------------------------------------------------------
     def _logits(self, X):
@@ -362,20 +239,15 @@ class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
         X = validate_data(
             self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
         )
-        features = self._map_features(X)
-        raw = features @ self.coef_.T.astype(features.dtype, copy=False)
-        raw = np.asarray(raw)
-        margin = get_margin(self._fit_loss)
-        if margin.normalizes_X:
-            c = self.constant_feature_
-            norms = np.sqrt(_row_norms(features) ** 2 + c**2)
-            if c > 0:
-                raw = raw + (c * self.constant_coef_).astype(raw.dtype)
-            factors = self.s_ / np.maximum(norms, _TINY_NORM)
-            raw = raw * factors.astype(raw.dtype)[:, None]
-        elif margin.normalizes_W and margin.uses_s:  # A-Softmax: s |x| cos
-            raw = raw * raw.dtype.type(self.s_)
-        return raw + self.intercept_.astype(raw.dtype, copy=False)
+        return margin_free_logits(
+            self.margin_,
+            self._map_features(X),
+            self.coef_,
+            self.intercept_,
+            s=self.s_,
+            constant=self.constant_feature_,
+            constant_coef=self.constant_coef_,
+        )
 
     def decision_function(self, X):
         """Margin-free logits; for two classes, ``z_1 - z_0`` (1-D).

@@ -1,18 +1,23 @@
-"""Margin functions: how each loss turns the target cosine into the target logit.
+"""Margins: everything one loss of the family knows, in one small class each.
 
-Every loss of the family shares one pipeline (cosine matrix -> target transform ->
-scale -> softmax cross-entropy, see :mod:`sklmargin._objective`). A loss differs
-from another only by
+Every loss shares one pipeline (cosine matrix -> margin transforms -> logit
+scale -> softmax cross-entropy, see :mod:`sklmargin._objective`). A loss
+differs from another only by what its :class:`Margin` says:
 
-* what it normalises (the rows of ``X``, the class prototypes ``W``, both or none),
-  which decides the per-entry logit scale: a constant ``s``, ``|x_i|`` or
+* the *target transform* ``f(cos)`` applied to the cosine of the true class,
+  and its derivative (:meth:`Margin.target`);
+* the *non-target transform* of the other cosines, with the state it holds
+  fixed during one L-BFGS run (:meth:`Margin.non_target`; SV-Softmax is a
+  modifier built on it, :class:`SupportVectorGuided`);
+* the per-entry *logit scale*, used by training and prediction alike
+  (:meth:`Margin.logit_scale`): a constant ``s``, ``s |x_i|`` or
   ``|w_j| |x_i|``;
-* the *target transform* ``f(cos)`` applied to the cosine of the true class, and
-  its derivative ``f'(cos)``;
-* the domain of its margin ``m`` and its defaults.
+* what it normalises, whether the L2 penalty applies, how a fit starts, the
+  domain and defaults of ``m`` and ``s``, and a tuning grid.
 
 A new margin is one small subclass of :class:`Margin` plus one line in
-``_REGISTRY``. Nothing outside this module knows any formula.
+``_REGISTRY`` (or an instance passed as ``loss=``). Nothing outside this module
+tests a loss's name or knows its formula.
 """
 
 from __future__ import annotations
@@ -104,6 +109,20 @@ class Margin:
         Whether the L2 penalty ``C`` applies (losses whose objective depends on
         ``|w_j|``); cosine losses are scale invariant in ``W`` and are regularised
         through ``s`` and ``m`` instead.
+    uses_angle : bool
+        Whether the loss works on unit rows and prototypes (cosines). False only
+        for plain softmax, whose "cosines" are raw inner products.
+    scale_depends_on_w : bool
+        Whether :meth:`logit_scale` involves the prototype norms (L-Softmax);
+        it must then be proportional to ``|w_j|``, and the objective adds the
+        radial gradient.
+    start : {"class-means", "zeros", "softmax-solution"}
+        First point of a cold fit: prototypes at the weighted class means of the
+        unit rows ("weight imprinting"), all zeros, or the plain-softmax solution
+        (L-Softmax: its loss is not differentiable at ``w_j = 0``).
+    default_s_kernel : float or None
+        ``s`` used by the kernel estimator when ``s=None``, if it differs from
+        ``default_s`` (kernel features have ``|z| ~ 1``, unlike standardised rows).
     search_grid : dict of str to tuple of float
         A 9-point tuning grid over the loss's own hyper-parameters (``m``, ``s``
         or ``C``), every point inside the loss's domain and the defaults among
@@ -120,7 +139,63 @@ class Margin:
     penalized = False
     uses_s = True
     scale_from_norms = False
+    uses_angle = True
+    scale_depends_on_w = False
+    start = "class-means"
+    default_s_kernel: float | None = None
     search_grid: dict = {}
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    def logit_scale(self, s, norms, w_norm):
+        """Per-entry logit scale, broadcastable to (n_samples, n_classes).
+
+        Training and prediction both multiply the (modified) cosines by it.
+
+        Parameters
+        ----------
+        s : float or None
+            The resolved scale hyper-parameter.
+        norms : ndarray of shape (n_samples,) or None
+            ``|[x_i, c]|`` in the computation dtype (None for plain softmax).
+        w_norm : ndarray of shape (n_classes,) or None
+            Prototype norms (None for plain softmax).
+
+        Returns
+        -------
+        float or ndarray
+            ``s`` here (the cosine losses).
+        """
+        return s
+
+    #: Whether :meth:`non_target_state` returns a state (a piecewise objective).
+    stateful = False
+
+    def stateless(self):
+        """Return the margin without its non-target state (the first problem)."""
+        return self
+
+    def non_target_state(self, cos, y, f_y):
+        """State the non-target transform holds fixed during one L-BFGS run.
+
+        None (the default) means the loss has no non-target transform. A
+        modifier whose transform is piecewise (SV-Softmax's support-vector mask)
+        returns the piece here; the solver recomputes it between runs.
+        """
+        return None
+
+    def non_target(self, cos, state):
+        """Transform of every cosine, ``h(cos)``, and ``dh/dcos``.
+
+        Called with the state from :meth:`non_target_state` when that is not
+        None; target entries are overwritten by :meth:`target` afterwards.
+
+        Returns
+        -------
+        h, dh : ndarray of shape (n_samples, n_classes)
+        """
+        raise NotImplementedError
 
     def check_m(self, m):
         """Return ``m`` as a float, or raise ValueError if outside the domain."""
@@ -201,6 +276,8 @@ class Softmax(_NoMargin):
     normalizes_W = False
     default_s = 1.0
     penalized = True
+    uses_angle = False
+    start = "zeros"
     # Neither a margin nor a useful scale: the L2 strength is the knob.
     search_grid = {"C": tuple(float(c) for c in np.logspace(-2, 2, 9))}
 
@@ -359,6 +436,8 @@ class LSoftmax(_MultiplicativeMargin):
     normalizes_X = False
     normalizes_W = False
     penalized = True
+    scale_depends_on_w = True
+    start = "softmax-solution"
     # With lambda -> 0 a linear L-Softmax lets prototypes collapse to w_j = 0
     # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20);
     # m=1.5, lambda=20 ranks best over 12 datasets (benchmarks/results_defaults.md).
@@ -366,6 +445,10 @@ class LSoftmax(_MultiplicativeMargin):
     default_lambda = 20.0
     # No s: the logit scale is |w||x|, which the L2 penalty C bounds.
     search_grid = {"m": (1.5, 2.0, 3.0), "C": (0.1, 1.0, 10.0)}
+
+    def logit_scale(self, s, norms, w_norm):
+        """``|x_i| |w_j|``: the logits are the raw inner products."""
+        return norms[:, None] * w_norm.astype(norms.dtype)[None, :]
 
 
 class ASoftmax(_MultiplicativeMargin):
@@ -392,7 +475,103 @@ class ASoftmax(_MultiplicativeMargin):
     # dna prefer smaller s; see benchmarks/results_defaults.md).
     default_s = 8.0
     default_lambda = 20.0  # SphereFace ends at 5; 20 ranks best here
+    # Kernel features have |z| ~ 1, not ~sqrt(n_features): 3-fold CV over 12
+    # datasets, 93.4% at s=30 against 90.3% at s=8
+    # (benchmarks/results_kernel_defaults.md).
+    default_s_kernel = 30.0
     search_grid = {"m": (1.5, 2.0, 3.0), "s": (2.0, 8.0, 30.0)}
+
+    def logit_scale(self, s, norms, w_norm):
+        """``s |x_i|``: prototypes are unit, samples keep their norm."""
+        return (norms * norms.dtype.type(s))[:, None]
+
+
+def check_t(t):
+    """Validate the SV-Softmax parameter ``t >= 1`` and return it as a float."""
+    if isinstance(t, bool) or not isinstance(t, numbers.Real):
+        raise TypeError(f"t must be a real number; got {t!r}.")
+    t = float(t)
+    if not (math.isfinite(t) and t >= 1.0):
+        raise ValueError(
+            f"t must be a finite number >= 1 (SV-Softmax; t=1 is off); got t={t!r}."
+        )
+    return t
+
+
+class SupportVectorGuided:
+    r"""SV-Softmax: any margin, with hard non-targets re-weighted by ``t``.
+
+    A non-target ``k`` is a *support vector* of sample ``i`` when it beats the
+    margin-adjusted target, :math:`I_{ik} = 1[f(\cos_{iy}) < \cos_{ik}]`; its
+    cosine becomes
+
+    .. math:: h(\cos_{ik}) = \cos_{ik} + (t - 1)(\cos_{ik} + 1)\, I_{ik}
+
+    so its logit grows by :math:`s (t-1)(\cos_{ik} + 1)` — hard negatives weigh
+    more. The mask :math:`I` is piecewise constant in the parameters: it is this
+    modifier's non-target *state*, held fixed during an L-BFGS run and
+    recomputed between runs (:mod:`sklmargin._solver`). Everything else
+    (target transform, logit scale, defaults) is the base margin's.
+
+    Parameters
+    ----------
+    base : Margin
+        The loss being modified.
+    t : float
+        ``t >= 1``; 1 is the base loss.
+
+    References
+    ----------
+    Wang et al., "Support Vector Guided Softmax Loss for Face Recognition",
+    arXiv:1812.11317.
+    """
+
+    stateful = True
+
+    def __init__(self, base, t):
+        self.base = base
+        self.t = check_t(t)
+
+    def stateless(self):
+        """Return the base margin (an all-False mask gives exactly the base loss)."""
+        return self.base.stateless()
+
+    def __getattr__(self, attribute):
+        # Everything but the non-target hooks is the base margin's.
+        if attribute == "base":  # not set yet (unpickling): avoid recursion
+            raise AttributeError(attribute)
+        return getattr(self.base, attribute)
+
+    def __repr__(self):
+        return f"SupportVectorGuided({self.base!r}, t={self.t!r})"
+
+    def non_target_state(self, cos, y, f_y):
+        """Support-vector mask ``cos_ik > f(cos_iy)`` off the target column."""
+        mask = cos > f_y.astype(cos.dtype)[:, None]
+        mask[np.arange(cos.shape[0]), y] = False
+        base_state = self.base.non_target_state(cos, y, f_y)
+        return mask if base_state is None else (mask, base_state)
+
+    def non_target(self, cos, state):
+        """``h = h0 (1 + b) + b`` with ``b = (t - 1) I``, ``h0`` the base's."""
+        if isinstance(state, tuple):
+            mask, base_state = state
+            h0, dh0 = self.base.non_target(cos, base_state)
+        else:
+            mask, h0, dh0 = state, cos, None
+        boost = mask.astype(cos.dtype)
+        boost *= cos.dtype.type(self.t - 1.0)
+        h = h0 * (1.0 + boost)
+        h += boost
+        boost += 1.0  # now dh/dh0
+        dh = boost if dh0 is None else boost * dh0
+        return h, dh
+
+
+def with_support_vectors(margin, t):
+    """Return ``margin`` modified by SV-Softmax's ``t`` (itself when t = 1)."""
+    t = check_t(t)
+    return margin if t == 1.0 else SupportVectorGuided(margin, t)
 
 
 _REGISTRY: dict[str, Margin] = {
@@ -427,7 +606,7 @@ def get_margin(loss):
     ValueError
         If ``loss`` is unknown; the message lists the valid names.
     """
-    if isinstance(loss, Margin):
+    if isinstance(loss, (Margin, SupportVectorGuided)):
         return loss
     key = ALIASES.get(loss, loss) if isinstance(loss, str) else None
     if key not in _REGISTRY:

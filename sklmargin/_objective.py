@@ -10,42 +10,25 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import sparse
 
-from ._margins import get_margin
-
-# Norms below this are treated as this: an all-zero sample or a collapsed
-# prototype then has cosine 0 with everything instead of 0/0 = NaN.
-_TINY_NORM = 1e-30
-
-
-def _row_norms(X):
-    if sparse.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+from ._compat import HalfMultinomialLoss
+from ._margins import get_margin, with_support_vectors
+from ._rows import TINY_NORM, PreparedRows, lifted_norms
+from ._validation import check_weights
 
 
-def _scale_rows(X, factors):
-    """Return ``diag(factors) @ X`` as a new array of X's kind and dtype."""
-    factors = factors.astype(X.dtype, copy=False)
-    if sparse.issparse(X):
-        return sparse.csr_matrix(sparse.diags(factors) @ X)
-    return X * factors[:, None]
+class PointwiseResult(NamedTuple):
+    """What :func:`pointwise_loss_gradient` returns."""
 
-
-def _lift_and_scale_rows(X, factors, constant):
-    """Return ``diag(factors) @ [X, constant]`` (no constant column if 0)."""
-    if not constant:
-        return _scale_rows(X, factors)
-    factors = factors.astype(X.dtype, copy=False)
-    if sparse.issparse(X):
-        column = sparse.csr_matrix(np.full((X.shape[0], 1), constant, dtype=X.dtype))
-        return _scale_rows(sparse.hstack([X, column], format="csr"), factors)
-    lifted = np.empty((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
-    np.multiply(X, factors[:, None], out=lifted[:, :-1])
-    lifted[:, -1] = constant * factors
-    return lifted
+    loss: float
+    grad_cos: np.ndarray
+    grad_intercept: np.ndarray
+    grad_scale: np.ndarray | None
+    state: object
 
 
 def pointwise_loss_gradient(
@@ -55,15 +38,18 @@ def pointwise_loss_gradient(
     m,
     scale,
     *,
-    t=1.0,
     lam=0.0,
     intercept=None,
     sample_weight=None,
-    sv_mask=None,
+    state=None,
     return_scale_grad=False,
     overwrite_cos=False,
 ):
     """Weighted mean margin cross-entropy and its gradients (internal layer).
+
+    Logits are ``z = scale * h + b`` with ``h_iy = f(cos_iy)`` on the target
+    (:meth:`Margin.target`) and ``h_ik`` the margin's non-target transform of
+    the other cosines (identity unless the margin has one, e.g. SV-Softmax).
 
     Parameters
     ----------
@@ -71,21 +57,20 @@ def pointwise_loss_gradient(
         Cosines (raw logits for softmax).
     y : ndarray of shape (n_samples,)
         Integer labels in ``0..n_classes-1``.
-    margin : Margin
+    margin : Margin or SupportVectorGuided
     m : float
     scale : float or ndarray broadcastable to (n_samples, n_classes)
-        The logit scale ``s`` or the norms.
-    t : float
-        SV-Softmax ``t`` (1 is off).
+        The margin's :meth:`~Margin.logit_scale`.
     lam : float
         Softening of L-/A-Softmax.
     intercept : ndarray of shape (n_classes,) or None
         Added to every logit.
     sample_weight : ndarray of shape (n_samples,) or None
-        Need not be normalised.
-    sv_mask : ndarray of bool of shape (n_samples, n_classes) or None
-        SV-Softmax support-vector indicator to hold fixed; computed from ``cos``
-        when None.
+        Weights that already sum to one (the objective normalises them once);
+        None means uniform.
+    state : object or None
+        Non-target state to hold fixed (SV-Softmax's mask); computed from
+        ``cos`` when None and the margin has one.
     return_scale_grad : bool
         Also return the gradient with respect to ``scale`` (entrywise).
     overwrite_cos : bool
@@ -94,42 +79,34 @@ def pointwise_loss_gradient(
 
     Returns
     -------
-    loss : float
-    grad_cos : ndarray of shape (n_samples, n_classes)
-    grad_intercept : ndarray of shape (n_classes,)
-        Column sums of ``dloss/dz``.
-    grad_scale : ndarray of shape (n_samples, n_classes) or None
-        ``dloss/dscale`` entrywise, only when ``return_scale_grad``.
+    PointwiseResult
+        ``loss``; ``grad_cos`` (the state held constant); ``grad_intercept``,
+        the column sums of ``dloss/dz``; ``grad_scale`` (only with
+        ``return_scale_grad``); the ``state`` used.
     """
-    n_samples, n_classes = cos.shape
+    n_samples = cos.shape[0]
     dtype = cos.dtype
     rows = np.arange(n_samples)
-    if sample_weight is None:
-        sw = np.full(n_samples, 1.0 / n_samples)
-    else:
-        sw = np.asarray(sample_weight, dtype=np.float64)
-        sw = sw / sw.sum()
+    sw = np.full(n_samples, 1.0 / n_samples) if sample_weight is None else sample_weight
 
-    cos_y = cos[rows, y]
+    # The target hook runs in float64 on the n target cosines (cheap): near an
+    # anti-parallel target, 1/sin(theta) in float32 is several percent off.
+    cos_y = cos[rows, y].astype(np.float64)
     f_y, df_y = margin.target(cos_y, m, lam)
     scale = np.asarray(scale, dtype=dtype)
     scale_y = scale if scale.ndim == 0 else np.broadcast_to(scale, cos.shape)[rows, y]
 
-    # Logits z = scale * h, where h is cos with f on the target and, under
-    # SV-Softmax, cos + (t - 1)(cos + 1) on the support vectors (boost = t - 1).
-    boost = None
-    if t != 1.0:
-        if sv_mask is None:
-            sv_mask = support_vector_mask(cos, y, f_y)
-        boost = sv_mask.astype(dtype) * dtype.type(t - 1.0)
-        z = cos * (1.0 + boost)
-        z += boost
-        z *= scale
-    elif overwrite_cos and not return_scale_grad:
-        z = cos
+    if state is None:
+        state = margin.non_target_state(cos, y, f_y)
+    if state is None:  # identity on non-targets: h = cos, dh = 1
+        h, dh = cos, None
+    else:
+        h, dh = margin.non_target(cos, state)
+    if h is cos and overwrite_cos and not return_scale_grad:
+        z = h
         z *= scale
     else:
-        z = cos * scale
+        z = h * scale
     z[rows, y] = scale_y * f_y
     if intercept is not None:
         z += intercept.astype(dtype, copy=False)
@@ -137,22 +114,18 @@ def pointwise_loss_gradient(
     loss, grad_logits = softmax_cross_entropy(z, y, sw)
     grad_intercept = grad_logits.sum(axis=0, dtype=np.float64)
     grad_scale = None
-    if return_scale_grad:  # dloss/dscale = dloss/dz * h, with h = (z - b)/scale
-        grad_scale = cos * grad_logits if boost is None else (cos + boost * (cos + 1))
-        if boost is not None:
-            grad_scale *= grad_logits
+    if return_scale_grad:  # dloss/dscale = dloss/dz * h
+        grad_scale = h * grad_logits
         grad_scale[rows, y] = grad_logits[rows, y] * f_y
 
-    # dz/dcos: scale on non-targets (times 1 + boost on support vectors),
-    # scale * f'(cos_y) on the target. Reuses the gradient buffer.
+    # dz/dcos = scale * dh on non-targets, scale * f'(cos_y) on the target.
     grad_target = grad_logits[rows, y] * (scale_y * df_y)
     grad_cos = grad_logits
     grad_cos *= scale
-    if boost is not None:
-        boost += 1.0
-        grad_cos *= boost
+    if dh is not None:
+        grad_cos *= dh
     grad_cos[rows, y] = grad_target
-    return loss, grad_cos, grad_intercept, grad_scale
+    return PointwiseResult(loss, grad_cos, grad_intercept, grad_scale, state)
 
 
 def _numpy_softmax_cross_entropy(z, y, sw):
@@ -173,7 +146,7 @@ def _numpy_softmax_cross_entropy(z, y, sw):
 
 def _sklearn_softmax_cross_entropy(z, y, sw):
     """Compute the same with scikit-learn's fused, compiled multinomial loss."""
-    loss_fn = _HalfMultinomialLoss(n_classes=z.shape[1])
+    loss_fn = HalfMultinomialLoss(n_classes=z.shape[1])
     dtype = z.dtype
     loss_out = np.empty(z.shape[0], dtype=dtype)
     loss_fn.loss_gradient(
@@ -189,14 +162,14 @@ def _sklearn_softmax_cross_entropy(z, y, sw):
 def _select_cross_entropy():
     """Use scikit-learn's compiled loss if it exists and agrees with numpy.
 
-    ``sklearn._loss`` is private: it is probed once, on a small problem, and any
-    import error, exception or disagreement falls back to the numpy version, so
-    a future scikit-learn that moves or changes it costs speed, not results.
+    ``sklearn._loss`` is private (imported, guarded, in :mod:`sklmargin._compat`):
+    it is probed once, on a small problem, and a missing class, an exception or
+    a disagreement falls back to the numpy version, so a future scikit-learn
+    that moves or changes it costs speed, not results.
     """
-    global _HalfMultinomialLoss
+    if HalfMultinomialLoss is None:
+        return _numpy_softmax_cross_entropy
     try:
-        from sklearn._loss.loss import HalfMultinomialLoss as _HalfMultinomialLoss
-
         rng = np.random.default_rng(0)
         z = rng.standard_normal((7, 3)) * 10
         y = np.arange(7) % 3
@@ -210,27 +183,7 @@ def _select_cross_entropy():
     return _numpy_softmax_cross_entropy
 
 
-_HalfMultinomialLoss = None
 softmax_cross_entropy = _select_cross_entropy()
-
-
-def support_vector_mask(cos, y, f_y):
-    r"""SV-Softmax indicator ``I_ik = 1[f(cos_iy) - cos_ik < 0]`` for ``k != y_i``.
-
-    Parameters
-    ----------
-    cos : ndarray of shape (n_samples, n_classes)
-    y : ndarray of shape (n_samples,)
-    f_y : ndarray of shape (n_samples,)
-        The target's margin function of each sample.
-
-    Returns
-    -------
-    mask : ndarray of bool of shape (n_samples, n_classes)
-    """
-    mask = cos > f_y[:, None]
-    mask[np.arange(cos.shape[0]), y] = False
-    return mask
 
 
 def margin_softmax_loss(
@@ -323,22 +276,43 @@ def margin_softmax_loss(
     >>> grad.shape
     (2, 2)
     """
-    margin = get_margin(loss)
+    cos, y, margin, m, scale, sample_weight = _check_pointwise_inputs(
+        cos, y, loss, m, s, t, norms, sample_weight
+    )
+    lam = float(lam)
+    if not (np.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lam must be a finite number >= 0; got {lam!r}.")
+    sw = check_weights(sample_weight, cos.shape[0])
+    result = pointwise_loss_gradient(
+        cos, y, margin, m, scale, lam=lam, sample_weight=sw / sw.sum()
+    )
+    return result.loss, result.grad_cos
+
+
+def _check_pointwise_inputs(cos, y, loss, m, s, t, norms, sample_weight):
+    """Validate :func:`margin_softmax_loss`'s inputs; clear errors, never NaN."""
+    margin = with_support_vectors(get_margin(loss), t)
     cos = np.asarray(cos)
     if cos.dtype not in (np.float32, np.float64):
-        cos = cos.astype(np.float64)
+        try:
+            cos = cos.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"cos must be numeric; got dtype {cos.dtype}.") from exc
     if cos.ndim != 2:
         raise ValueError(f"cos must be 2-D (n_samples, n_classes); got {cos.shape}.")
+    if cos.shape[0] == 0 or cos.shape[1] < 2:
+        raise ValueError(
+            f"cos must hold at least one sample and two classes; got shape {cos.shape}."
+        )
+    if not np.all(np.isfinite(cos)):
+        raise ValueError("cos must be finite; it contains NaN or infinity.")
     y = np.asarray(y)
     if y.shape != (cos.shape[0],):
         raise ValueError(
             f"y must have shape ({cos.shape[0]},) to match cos; got {y.shape}."
         )
-    if not np.issubdtype(y.dtype, np.integer) or (
-        y.size and (y.min() < 0 or y.max() >= cos.shape[1])
-    ):
+    if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= cos.shape[1]:
         raise ValueError(f"y must hold integer labels in 0..{cos.shape[1] - 1}.")
-    t = check_t(t)
     if norms is None:
         if margin.scale_from_norms:
             raise ValueError(
@@ -349,30 +323,62 @@ def margin_softmax_loss(
         if s is not None:
             raise ValueError("Pass either s or norms (norms replace s), not both.")
         m, _ = margin.resolve(m, None)
-        scale = np.asarray(norms, dtype=cos.dtype)
-    lam = float(lam)
-    if not (np.isfinite(lam) and lam >= 0):
-        raise ValueError(f"lam must be a finite number >= 0; got {lam!r}.")
-    if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != (cos.shape[0],):
-            raise ValueError("sample_weight must have shape (n_samples,).")
-    value, grad, _, _ = pointwise_loss_gradient(
-        cos, y, margin, m, scale, t=t, lam=lam, sample_weight=sample_weight
-    )
-    return value, grad
+        try:
+            scale = np.broadcast_to(np.asarray(norms, dtype=cos.dtype), cos.shape)
+        except ValueError as exc:
+            raise ValueError(
+                f"norms must broadcast to cos's shape {cos.shape}; got shape "
+                f"{np.shape(norms)}."
+            ) from exc
+        if not (np.all(np.isfinite(scale)) and np.all(scale >= 0)):
+            raise ValueError("norms must be finite and non-negative.")
+    return cos, y, margin, m, scale, sample_weight
 
 
-def check_t(t):
-    """Validate the SV-Softmax parameter ``t >= 1``."""
-    if isinstance(t, bool) or not isinstance(t, (int, float, np.number)):
-        raise TypeError(f"t must be a real number; got {t!r}.")
-    t = float(t)
-    if not (np.isfinite(t) and t >= 1.0):
-        raise ValueError(
-            f"t must be a finite number >= 1 (SV-Softmax; t=1 is off); got t={t!r}."
-        )
-    return t
+def margin_free_logits(
+    margin, X, coef, intercept, *, s, constant=0.0, constant_coef=None
+):
+    """Prediction logits ``z = scale * cos + b``: the training scale, no margin.
+
+    The cosines are computed as ``(<x, w> + c w_c) / (|[x, c]| |w|)`` from the
+    raw rows (no normalised copy of ``X`` at predict time), and the scale is the
+    margin's :meth:`~sklmargin._margins.Margin.logit_scale`, the very function
+    training used, so the two cannot disagree.
+
+    Parameters
+    ----------
+    margin : Margin or SupportVectorGuided
+    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
+    coef : ndarray of shape (n_classes, n_features)
+    intercept : ndarray of shape (n_classes,)
+    s : float or None
+    constant : float, default=0.0
+        The lift ``c``.
+    constant_coef : ndarray of shape (n_classes,) or None
+        The prototypes' coordinate along the lift.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes), in X's dtype.
+    """
+    dtype = X.dtype
+    raw = np.asarray(X @ coef.T.astype(dtype, copy=False))
+    if not margin.uses_angle:
+        z = raw * np.asarray(margin.logit_scale(s, None, None), dtype=dtype)
+        return z + intercept.astype(dtype, copy=False)
+    squared_w = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
+    if constant:
+        raw += (constant * constant_coef).astype(dtype)
+        squared_w += np.asarray(constant_coef, dtype=np.float64) ** 2
+    w_norm = np.maximum(np.sqrt(squared_w), TINY_NORM)
+    with np.errstate(over="ignore"):
+        norms = lifted_norms(X, constant).astype(dtype)
+    inverse = 1.0 / np.maximum(norms.astype(np.float64), TINY_NORM)
+    raw *= inverse.astype(dtype)[:, None]
+    raw *= (1.0 / w_norm).astype(dtype)[None, :]
+    scale = np.asarray(margin.logit_scale(s, norms, w_norm), dtype=dtype)
+    raw *= scale
+    return raw + intercept.astype(dtype, copy=False)
 
 
 class LinearMarginObjective:
@@ -380,8 +386,8 @@ class LinearMarginObjective:
 
     Parameters are one flat vector ``[V.ravel(), b]`` with ``V`` of shape
     ``(n_classes, n_features)`` (row ``j`` is class ``j``'s prototype, normalised
-    to ``W_hat = V / |V|`` row-wise by the losses that normalise ``W``) and ``b``
-    the per-class bias (absent without intercept). The objective is
+    to ``W_hat = V / |V|`` row-wise by the angle losses) and ``b`` the per-class
+    bias (absent without intercept). The objective is
 
     .. math::
 
@@ -395,69 +401,73 @@ class LinearMarginObjective:
 
     .. math::
 
-        \frac{\partial F}{\partial v_j} = \frac{g_j - \langle g_j, \hat w_j\rangle
-        \hat w_j}{|v_j|}
+        \frac{\partial F}{\partial v_j} = \frac{g_j - \langle g_j, \hat w_j
+        \rangle \hat w_j}{|v_j|}
 
-    which removes the radial part (``<dF/dv_j, v_j> = 0``). L-Softmax adds the
-    radial term from its logit scale ``|w_j||x_i|``. ``X`` is normalised once,
-    here, never per evaluation.
+    which removes the radial part (``<dF/dv_j, v_j> = 0``). A logit scale that
+    depends on ``|w_j|`` (L-Softmax) adds the radial term back. Rows are
+    prepared once (:func:`sklmargin._rows.prepare_rows`) and the sample weights
+    normalised once, here, never per evaluation.
 
     Parameters
     ----------
-    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
-        float32 or float64; the computation runs in this dtype.
+    rows : PreparedRows
+        Unit rows and norms (raw rows for plain softmax), float32 or float64;
+        the computation runs in their dtype.
     y : ndarray of shape (n_samples,)
         Integer labels in ``0..n_classes-1``.
     n_classes : int
     sample_weight : ndarray of shape (n_samples,)
-    margin : Margin
-    m, s, t, C : float
-        Resolved hyper-parameters (``s`` None for L-/A-Softmax).
+        Validated, non-negative, positive sum.
+    margin : Margin or SupportVectorGuided
+    m, s, C : float
+        Resolved hyper-parameters (``s`` None where the loss has none).
     fit_intercept : bool
-    constant : float, default=0.0
-        When positive, every row is lifted to ``[x, constant]`` before it is
-        normalised (one more feature, built in the same allocation as X_hat).
+
+    Attributes
+    ----------
+    lam : float
+        Current softening of L-/A-Softmax (set by the solver's continuation).
+    state : object or None
+        Non-target state held fixed (SV-Softmax's mask); None recomputes it at
+        every evaluation, which is the exact (discontinuous) objective.
     """
 
     def __init__(
-        self,
-        X,
-        y,
-        n_classes,
-        sample_weight,
-        margin,
-        m,
-        s,
-        t,
-        C,
-        fit_intercept,
-        constant=0.0,
+        self, rows, y, n_classes, sample_weight, margin, m, s, C, fit_intercept
     ):
+        if not isinstance(rows, PreparedRows):
+            raise TypeError("rows must be PreparedRows (see sklmargin._rows).")
+        self.rows = rows
+        self.X = rows.X
+        self.norms = rows.norms
+        self.dtype = rows.dtype
         self.margin = margin
         self.y = y
         self.n_classes = n_classes
-        self.n_features = X.shape[1]
-        self.m, self.s, self.t = m, s, t
+        self.n_features = rows.n_features
+        self.m, self.s, self.C = m, s, C
         self.fit_intercept = fit_intercept
-        self.sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        sw_sum = self.sample_weight.sum()
-        self.l2_strength = 1.0 / (C * sw_sum) if margin.penalized else 0.0
-        self.dtype = X.dtype
-        # The angle-based losses need |x| and X_hat; softmax works on raw X.
-        self.uses_angle = margin.name != "softmax"
-        if self.uses_angle:
-            x_norm = _row_norms(X)
-            if constant:
-                x_norm = np.sqrt(x_norm**2 + constant**2)
-            self.x_norm = x_norm.astype(self.dtype)
-            inverse = 1.0 / np.maximum(x_norm, _TINY_NORM)
-            self.X = _lift_and_scale_rows(X, inverse, constant)
-            self.n_features = self.X.shape[1]
-        else:
-            self.x_norm = None
-            self.X = X
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        self.sw_sum = float(sample_weight.sum())
+        self.sw = sample_weight / self.sw_sum
+        self.l2_strength = 1.0 / (C * self.sw_sum) if margin.penalized else 0.0
         self.lam = 0.0
-        self.sv_mask = None
+        self.state = None
+
+    def with_margin(self, margin):
+        """Return the same problem (rows, weights, labels) under another margin."""
+        return LinearMarginObjective(
+            self.rows,
+            self.y,
+            self.n_classes,
+            self.sw * self.sw_sum,
+            margin,
+            self.m,
+            self.s,
+            self.C,
+            self.fit_intercept,
+        )
 
     @property
     def n_params(self):
@@ -472,58 +482,60 @@ class LinearMarginObjective:
         intercept = params[k * d :] if self.fit_intercept else None
         return coef, intercept
 
-    def _prototypes(self, coef):
-        """Return (W_hat, |w|) for the angle losses, (coef, None) for softmax."""
-        if not self.uses_angle:
-            return coef, None
-        w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), _TINY_NORM)
-        return coef / w_norm[:, None], w_norm
-
-    def _scale(self, w_norm):
-        name = self.margin.name
-        if name == "l-softmax":
-            return self.x_norm[:, None] * w_norm.astype(self.dtype)[None, :]
-        if name == "a-softmax":
-            return self.dtype.type(self.s) * self.x_norm[:, None]
-        return self.s
-
     def _forward(self, params):
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
         coef, _ = self.unpack(params)
-        w_hat, w_norm = self._prototypes(coef)
+        if self.margin.uses_angle:
+            w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), TINY_NORM)
+            w_hat = coef / w_norm[:, None]
+        else:
+            w_hat, w_norm = coef, None
         cos = np.asarray(self.X @ w_hat.T.astype(self.dtype))
-        return cos, self._scale(w_norm), w_hat, w_norm
+        scale = self.margin.logit_scale(self.s, self.norms, w_norm)
+        return cos, scale, w_hat, w_norm
 
-    def compute_sv_mask(self, params):
-        """SV-Softmax support-vector mask at ``params`` (None when ``t == 1``)."""
-        if self.t == 1.0:
-            return None
-        cos = self._forward(params)[0]
-        f_y, _ = self.margin.target(
-            cos[np.arange(cos.shape[0]), self.y], self.m, self.lam
-        )
-        return support_vector_mask(cos, self.y, f_y)
-
-    def loss_gradient(self, params):
-        """Objective value and gradient (float64) at ``params``, one pass."""
-        coef, intercept = self.unpack(params)
+    def _pointwise(self, params, *, state, return_scale_grad=False):
+        _, intercept = self.unpack(params)
         cos, scale, w_hat, w_norm = self._forward(params)
-        is_l_softmax = self.margin.name == "l-softmax"
-        out = pointwise_loss_gradient(
+        result = pointwise_loss_gradient(
             cos,
             self.y,
             self.margin,
             self.m,
             scale,
-            t=self.t,
             lam=self.lam,
             intercept=intercept,
-            sample_weight=self.sample_weight,
-            sv_mask=self.sv_mask,
-            return_scale_grad=is_l_softmax,
+            sample_weight=self.sw,
+            state=state,
+            return_scale_grad=return_scale_grad,
             overwrite_cos=True,
         )
-        loss, grad_cos, grad_b, grad_scale = out
+        return result, w_hat, w_norm
+
+    def _penalty(self, params):
+        if not self.l2_strength:
+            return 0.0
+        coef, _ = self.unpack(params)
+        return 0.5 * self.l2_strength * float(np.einsum("ij,ij->", coef, coef))
+
+    def value_and_state(self, params):
+        """Exact objective at ``params`` and the non-target state there.
+
+        One forward pass (no backward GEMM): the solver judges each round of a
+        stateful margin (SV-Softmax) on this value and starts the next round
+        with this state.
+        """
+        result, _, _ = self._pointwise(params, state=None)
+        return result.loss + self._penalty(params), result.state
+
+    def loss_gradient(self, params):
+        """Objective value and gradient (float64) at ``params``, one pass."""
+        coef, _ = self.unpack(params)
+        depends_on_w = self.margin.scale_depends_on_w
+        result, w_hat, w_norm = self._pointwise(
+            params, state=self.state, return_scale_grad=depends_on_w
+        )
+        grad_cos = result.grad_cos
 
         grad = np.empty_like(params)
         grad_coef, grad_intercept = self.unpack(grad)
@@ -531,19 +543,25 @@ class LinearMarginObjective:
             g = np.asarray((self.X.T @ grad_cos).T, dtype=np.float64)
         else:
             g = (grad_cos.T @ self.X).astype(np.float64, copy=False)
-        if self.uses_angle:
+        if self.margin.uses_angle:
             # Every angle loss sees V only through W_hat = V / |V|: project.
             radial = np.einsum("ij,ij->i", g, w_hat)
             g -= radial[:, None] * w_hat
             g /= w_norm[:, None]
-        if is_l_softmax:
-            # d loss / d |w_j| = sum_i (dloss/dz_ij) h_ij |x_i|, along w_hat_j.
-            grad_norm = grad_scale.T @ self.x_norm
+        if depends_on_w:
+            # The scale is proportional to |w_j| (Margin.scale_depends_on_w):
+            # dloss/d|w_j| = sum_i (dloss/dscale_ij) scale_ij / |w_j|, along w_hat.
+            unit_scale = np.broadcast_to(
+                self.margin.logit_scale(self.s, self.norms, np.ones(self.n_classes)),
+                grad_cos.shape,
+            )
+            grad_norm = np.einsum("ij,ij->j", result.grad_scale, unit_scale)
             g += grad_norm.astype(np.float64)[:, None] * w_hat
         grad_coef[:] = g
+        loss = result.loss
         if self.l2_strength:
-            loss += 0.5 * self.l2_strength * float(np.einsum("ij,ij->", coef, coef))
+            loss += self._penalty(params)
             grad_coef += self.l2_strength * coef
         if grad_intercept is not None:
-            grad_intercept[:] = grad_b
+            grad_intercept[:] = result.grad_intercept
         return loss, grad

@@ -5,10 +5,11 @@ Two parts of the family are not one smooth problem:
 * L-/A-Softmax only train when the margin is introduced gradually (the papers'
   ``lambda`` schedule). We solve a sequence of smooth problems with decreasing
   ``lambda``, each warm-started from the previous solution.
-* SV-Softmax's support-vector mask is piecewise constant in the parameters, so
-  its objective jumps where a mask entry flips, and L-BFGS's line search assumes
-  smoothness. We hold the mask fixed during a run, recompute it, and warm-start
-  the next run until the mask no longer changes (DESIGN.md section 3.4).
+* A margin with a non-target *state* (SV-Softmax's support-vector mask) is
+  piecewise smooth: its objective jumps where the state changes, and L-BFGS's
+  line search assumes smoothness. We hold the state fixed during a run,
+  recompute it, and run again, accepting a round only when it lowers the exact
+  objective (DESIGN.md section 3.4).
 """
 
 from __future__ import annotations
@@ -23,6 +24,39 @@ from sklearn.exceptions import ConvergenceWarning
 # Relative decrease that still counts as progress: essentially off, so that the
 # projected-gradient test ``tol`` decides when to stop (as LogisticRegression).
 _FTOL = 64 * np.finfo(np.float64).eps
+# A run that stops on the relative-reduction or line-search test counts as
+# converged only if its largest gradient entry is within this factor of tol:
+# the objective's round-off then dominates its decrease (the optimum to working
+# precision). Beyond it the stop is a stall (e.g. L-Softmax prototypes
+# collapsing onto the cone point w_j = 0), reported as not converged.
+_STALL_FACTOR = 10.0
+
+# Fractions of a state round's step tried on the exact objective: where a state
+# entry flipped, the full step can raise it while a shorter one still lowers it.
+_BACKTRACK = (1.0, 0.5, 0.25, 0.125)
+
+# lambda schedule of L-/A-Softmax: start near plain softmax, divide by 10 per
+# stage down to the user's final lambda.
+_LAMBDA_START = 1000.0
+_LAMBDA_FACTOR = 10.0
+_LAMBDA_FLOOR = 0.1  # below this the next stage is the final lambda itself
+
+
+def lambda_schedule(lambda_min):
+    """Decreasing softening values ending at ``lambda_min``.
+
+    Examples
+    --------
+    >>> lambda_schedule(5.0)
+    [1000.0, 100.0, 10.0, 5.0]
+    """
+    schedule = []
+    lam = _LAMBDA_START
+    while lam > lambda_min and lam >= _LAMBDA_FLOOR:
+        schedule.append(lam)
+        lam /= _LAMBDA_FACTOR
+    schedule.append(float(lambda_min))
+    return schedule
 
 
 @dataclass
@@ -33,6 +67,7 @@ class SolverResult:
     n_iter: int
     converged: bool
     message: str
+    max_abs_grad: float = float("nan")
 
 
 def lbfgs(fun, x0, *, max_iter, tol, verbose=0):
@@ -54,21 +89,24 @@ def lbfgs(fun, x0, *, max_iter, tol, verbose=0):
     Returns
     -------
     SolverResult
+        ``converged`` is True only when the gradient test holds (to within a
+        factor of 10 where scipy stopped on round-off).
     """
     options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
     if verbose > 1:
         options["iprint"] = verbose - 1
     result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
-    converged = result.status == 0
-    if result.status == 2:
-        # "ABNORMAL" line-search ends happen once the objective's round-off
-        # dominates its decrease; at a gradient already near tol that is the
-        # optimum to working precision, not a failure.
-        converged = bool(np.max(np.abs(result.jac), initial=0.0) <= 10 * tol)
+    max_abs_grad = float(np.max(np.abs(result.jac), initial=0.0))
+    # status 0 also covers scipy's relative-reduction stop, and status 2 its
+    # "ABNORMAL" line-search end: both are round-off near an optimum only when
+    # the gradient is small, and a stall otherwise.
+    converged = result.status in (0, 2) and max_abs_grad <= _STALL_FACTOR * tol
     message = result.message
     if isinstance(message, bytes):  # older scipy
         message = message.decode()
-    return SolverResult(result.x, int(result.nit), converged, str(message))
+    return SolverResult(
+        result.x, int(result.nit), converged, str(message), max_abs_grad
+    )
 
 
 def fit_continuation(
@@ -78,21 +116,23 @@ def fit_continuation(
     lambdas=(0.0,),
     max_iter=1000,
     tol=1e-6,
-    max_sv_rounds=10,
+    max_state_rounds=10,
+    warm=False,
     verbose=0,
 ):
     """Solve the sequence of smooth problems an objective needs.
 
     For every ``lambda`` in ``lambdas`` (one value for losses without softening),
-    run L-BFGS; with SV-Softmax (``objective.t > 1``) repeat with the support
-    vector mask recomputed at the solution until it is stable or
-    ``max_sv_rounds`` runs are done. Every stage warm-starts from the last.
+    run L-BFGS on the margin without its non-target state; then, for a margin
+    with one (SV-Softmax), run state rounds at the final ``lambda`` from that
+    solution (:func:`state_rounds`). A warm fit skips the plain solve: its
+    rounds start from ``x0``, the previous model, which they can only improve.
 
     Parameters
     ----------
     objective : LinearMarginObjective
-        Has ``loss_gradient``, settable ``lam`` and ``sv_mask``, and
-        ``compute_sv_mask``.
+        Has ``loss_gradient``, ``value_and_state``, ``with_margin``, settable
+        ``lam`` and ``state``.
     x0 : ndarray
         Starting parameters.
     lambdas : sequence of float
@@ -102,8 +142,10 @@ def fit_continuation(
     tol : float
         Gradient tolerance of the final run; earlier runs only set up the next
         warm start and stop at ``max(tol, 1e-4)``.
-    max_sv_rounds : int
-        Cap on mask recomputations per stage.
+    max_state_rounds : int
+        Cap on state recomputations.
+    warm : bool
+        Whether ``x0`` is a previous solution (see above).
     verbose : int
 
     Returns
@@ -112,90 +154,130 @@ def fit_continuation(
         ``converged`` refers to the last run; ``n_iter`` is the total.
     """
     params = np.asarray(x0, dtype=np.float64)
+    stateful = objective.margin.stateful
+    plain = (
+        objective.with_margin(objective.margin.stateless()) if stateful else objective
+    )
     n_iter = 0
     result = None
-    uses_sv = objective.t != 1.0
-    for stage, lam in enumerate(lambdas):
-        objective.lam = lam
-        last_stage = stage == len(lambdas) - 1
-        stage_tol = tol if last_stage else max(tol, 1e-4)
-        if uses_sv:
-            params, result, stage_iter = _sv_rounds(
-                objective, params, max_iter, stage_tol, max_sv_rounds, verbose
-            )
-        else:
+    if not (stateful and warm):
+        for stage, lam in enumerate(lambdas):
+            plain.lam = lam
+            last_stage = stage == len(lambdas) - 1
+            stage_tol = tol if last_stage else max(tol, 1e-4)
             result = lbfgs(
-                objective.loss_gradient,
+                plain.loss_gradient,
                 params,
                 max_iter=max_iter,
                 tol=stage_tol,
                 verbose=verbose,
             )
-            params, stage_iter = result.params, result.n_iter
-            _report(verbose, lam, 0, result)
-        n_iter += stage_iter
-    objective.sv_mask = None
-    return SolverResult(params, n_iter, result.converged, result.message)
-
-
-def _sv_rounds(objective, start, max_iter, tol, max_rounds, verbose):
-    """Mask rounds of SV-Softmax, keeping the best point of the exact objective.
-
-    Each round solves the smooth problem with a fixed support-vector mask. The
-    mask at its solution may differ, and a fixed point need not exist (entries
-    can oscillate across the boundary in a 2-cycle), so each round is judged on
-    the *exact* objective (mask recomputed): rounds go on while it decreases and
-    the mask changes, and the best point is returned.
-
-    Every round starts from the same ``start``, not from the previous solution:
-    a fixed-mask optimum does not depend on the start, and this way the result
-    depends on earlier rounds only through their (discrete) masks. Warm starts
-    carried each round's last-bit round-off into the next run, where L-BFGS's
-    line search amplified it to ~1e-7 (its floor, sqrt(eps / curvature)), so a
-    weighted fit and the same data with repeated rows ended visibly apart.
-    """
-    objective.sv_mask = None
-    best_value = objective.loss_gradient(start)[0]  # exact: mask from params
-    mask = objective.compute_sv_mask(start)
-    best_params, best_result, n_iter = start, None, 0
-    for sv_round in range(max_rounds):
-        objective.sv_mask = mask
-        result = lbfgs(
-            objective.loss_gradient, start, max_iter=max_iter, tol=tol, verbose=verbose
+            params = result.params
+            n_iter += result.n_iter
+            _report(verbose, lam, "plain", result)
+    if stateful:
+        objective.lam = lambdas[-1]
+        params, rounds_result = state_rounds(
+            objective, params, max_iter, tol, max_state_rounds, verbose
         )
+        n_iter += rounds_result.n_iter
+        result = rounds_result
+    return SolverResult(
+        params, n_iter, result.converged, result.message, result.max_abs_grad
+    )
+
+
+def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0):
+    """Run the rounds of a stateful margin, never ending above the start.
+
+    Round ``r`` solves the smooth problem with the state fixed at the state of
+    the best point so far, warm-started there. Because a fixed state agrees
+    with the exact objective at the point it was taken from, L-BFGS can only
+    lower the fixed-state objective from there; the exact objective at the new
+    point (state recomputed) may still be higher, where a state entry flipped.
+    So each round is judged on the exact objective and kept only if it lowers
+    it (where the full step does not, the fractions 1/2, 1/4, 1/8 of it are
+    tried); rounds stop when one does not, when the state no longer changes, or
+    after ``max_rounds``. The result is the best point seen, the start
+    included: a fit (or a warm refit) never returns a model worse, on its own
+    objective, than the one it started from.
+
+    Returns
+    -------
+    params : ndarray
+        The best point.
+    result : SolverResult
+        Iterations over all rounds; convergence of the last accepted round
+        (True when none was accepted: the start is then the best point found).
+    """
+    best_value, state = objective.value_and_state(start)
+    best_params, n_iter, accepted = start, 0, None
+    for sv_round in range(max_rounds):
+        objective.state = state
+        result = lbfgs(
+            objective.loss_gradient,
+            best_params,
+            max_iter=max_iter,
+            tol=tol,
+            verbose=verbose,
+        )
+        objective.state = None
         n_iter += result.n_iter
-        _report(verbose, objective.lam, sv_round, result)
-        objective.sv_mask = None
-        value = objective.loss_gradient(result.params)[0]
-        new_mask = objective.compute_sv_mask(result.params)
-        # A relative threshold keeps the decision identical under round-off.
-        if not value < best_value - 1e-12 * abs(best_value):
+        _report(verbose, objective.lam, f"state round {sv_round}", result)
+        step = result.params - best_params
+        for fraction in _BACKTRACK:
+            candidate = best_params + fraction * step if fraction < 1 else result.params
+            value, new_state = objective.value_and_state(candidate)
+            # A relative threshold keeps the decision identical under round-off.
+            if value < best_value - 1e-12 * abs(best_value):
+                break
+        else:
             break
-        best_value, best_params, best_result = value, result.params, result
-        if np.array_equal(new_mask, mask):
+        best_value, best_params, accepted = value, candidate, result
+        if _same_state(new_state, state):
             break
-        mask = new_mask
-    if best_result is None:  # no round improved on the start: report the last
-        best_result, best_params = result, result.params
-    return best_params, best_result, n_iter
+        state = new_state
+    if accepted is None:
+        # The procedure ended normally: no round (nor a shorter step of it)
+        # lowers the exact objective, so the start is the best point found.
+        accepted = SolverResult(
+            best_params,
+            0,
+            True,
+            "no state round lowered the exact objective; kept the start",
+        )
+    return best_params, SolverResult(
+        best_params,
+        n_iter,
+        accepted.converged,
+        accepted.message,
+        accepted.max_abs_grad,
+    )
 
 
-def _report(verbose, lam, sv_round, result):
+def _same_state(a, b):
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and all(map(_same_state, a, b))
+    return np.array_equal(a, b)
+
+
+def _report(verbose, lam, stage, result):
     if verbose:
         print(
-            f"[sklmargin] lambda={lam:g} sv_round={sv_round} "
-            f"iterations={result.n_iter} {result.message}"
+            f"[sklmargin] lambda={lam:g} {stage}: iterations={result.n_iter} "
+            f"max|grad|={result.max_abs_grad:.3g} {result.message}"
         )
 
 
-def warn_if_not_converged(result, max_iter, tol, estimator_name):
+def warn_if_not_converged(result, max_iter, tol, estimator_name, hint=""):
     """Emit a ConvergenceWarning naming ``max_iter`` and ``tol`` if needed."""
     if not result.converged:
         warnings.warn(
             f"{estimator_name} did not converge: L-BFGS stopped with "
-            f"'{result.message}' after {result.n_iter} iterations in total "
-            f"(max_iter={max_iter} per run, tol={tol}). Increase max_iter, loosen "
-            "tol, or scale the data (e.g. StandardScaler).",
+            f"'{result.message}' after {result.n_iter} iterations in total, "
+            f"largest gradient entry {result.max_abs_grad:.3g} "
+            f"(max_iter={max_iter} per run, tol={tol}). {hint or ''}Increase "
+            "max_iter, loosen tol, or scale the data (e.g. StandardScaler).",
             ConvergenceWarning,
             stacklevel=3,
         )

@@ -13,8 +13,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from sklmargin._margins import registered_margins
 
-LOSSES = ["softmax", "normface", "am-softmax", "arcface", "l-softmax", "a-softmax"]
+LOSSES = [margin.name for margin in registered_margins()]
 
 
 @pytest.fixture(scope="module")
@@ -284,7 +285,9 @@ def test_dataframe_feature_names_and_pickle():
     np.testing.assert_array_equal(clf.feature_names_in_, X.columns)
     clone = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(clone.predict(X), clf.predict(X))
-    assert isinstance(X, pd.DataFrame)
+    # Fitted on named columns, predicting on a bare array warns (sklearn's rule).
+    with pytest.warns(UserWarning, match="feature names"):
+        clf.predict(pd.DataFrame(X.to_numpy()).to_numpy())
 
 
 def test_kernel_estimator_beats_linear_on_circles():
@@ -308,7 +311,8 @@ def test_kernel_estimator_on_digits(approximation):
     )
     clf.fit(X[:1200], y[:1200])
     assert clf.score(X[1200:], y[1200:]) > 0.88
-    assert clf.feature_map_ is not None
+    mapped = clf.feature_map_.transform(X[:5])
+    assert mapped.shape == (5, 500) and clf.coef_.shape == (10, 500)
 
 
 def test_kernel_a_softmax_uses_its_own_default_scale(iris):

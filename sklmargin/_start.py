@@ -1,0 +1,134 @@
+"""Where an L-BFGS fit starts: imprinting, priors, a softmax solve, a warm start.
+
+A good deterministic start matters more than usual here: the cosine losses are
+non-convex, and L-/A-Softmax's margin is introduced by continuation from it.
+Which start a loss wants is its margin's ``start`` attribute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from sklearn.utils import check_random_state
+
+from ._margins import Softmax
+from ._objective import LinearMarginObjective
+from ._rows import prepare_rows
+from ._solver import fit_continuation
+
+
+def weighted_class_sums(X, y_encoded, sample_weight, n_classes, block=65536):
+    """``sum_{i: y_i = j} w_i x_i`` per class, in float64, by row blocks.
+
+    Blocks keep the float64 copy of a float32 ``X`` small (a one-shot sparse
+    product would upcast all of ``X``: measured +2 copies of the data in memory).
+    """
+    sums = np.zeros((n_classes, X.shape[1]))
+    for start in range(0, X.shape[0], block):
+        rows = slice(start, min(start + block, X.shape[0]))
+        chunk = X[rows]
+        chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
+        indicator = sparse.csr_matrix(
+            (sample_weight[rows], (y_encoded[rows], np.arange(chunk.shape[0]))),
+            shape=(n_classes, chunk.shape[0]),
+        )
+        sums += indicator @ chunk.astype(np.float64, copy=False)
+    return sums
+
+
+def initial_params(objective, y_encoded, sample_weight, random_state):
+    """Cold start: centred log-priors as biases, prototypes by ``margin.start``.
+
+    "class-means" (weight imprinting): each prototype starts at the weighted
+    mean of its class's unit rows; a zero mean gets a random direction, the only
+    use of ``random_state``. "zeros": all prototypes zero (plain softmax, a
+    convex problem).
+    """
+    n_classes = objective.n_classes
+    params = np.zeros(objective.n_params)
+    coef, intercept = objective.unpack(params)
+    if intercept is not None:
+        # Weighted log-priors, centred: softmax is invariant to a common shift.
+        priors = np.bincount(y_encoded, sample_weight, minlength=n_classes)
+        log_priors = np.log(np.maximum(priors / priors.sum(), 1e-12))
+        intercept[:] = log_priors - log_priors.mean()
+    if objective.margin.start == "class-means":
+        means = weighted_class_sums(objective.X, y_encoded, sample_weight, n_classes)
+        norms = np.linalg.norm(means, axis=1)
+        degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
+        if np.any(degenerate):
+            rng = check_random_state(random_state)
+            means[degenerate] = rng.standard_normal(
+                (int(degenerate.sum()), objective.n_features)
+            )
+            norms = np.linalg.norm(means, axis=1)
+        coef[:] = means / norms[:, None]
+    return params
+
+
+def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
+    """Plain-softmax solution: the ``lambda = infinity`` start of L-Softmax.
+
+    L-Softmax's logits at ``lambda -> infinity`` are the raw inner products
+    ``<w_j, x>``, so the softmax prototypes on the raw rows carry over as they
+    are. A prototype left at the origin (the cone point of ``|w||x|psi``, where
+    the loss is not differentiable) is nudged off it.
+
+    Returns
+    -------
+    params : ndarray
+    n_iter : int
+    """
+    start = LinearMarginObjective(
+        prepare_rows(features, normalize=False),
+        y_encoded,
+        objective.n_classes,
+        sample_weight,
+        Softmax(),
+        0.0,
+        1.0,
+        objective.C,
+        objective.fit_intercept,
+    )
+    x0 = initial_params(start, y_encoded, sample_weight, settings["random_state"])
+    result = fit_continuation(
+        start, x0, max_iter=settings["max_iter"], tol=max(settings["tol"], 1e-4)
+    )
+    params = result.params
+    coef, _ = start.unpack(params)
+    norms = np.linalg.norm(coef, axis=1)
+    scale = max(norms.max(), 1.0)
+    small = norms < 1e-3 * scale
+    if np.any(small):
+        rng = check_random_state(settings["random_state"])
+        coef[small] = 1e-3 * scale * rng.standard_normal((small.sum(), coef.shape[1]))
+    return params, result.n_iter
+
+
+def warm_start_params(estimator, objective):
+    """Return the previous fit's parameters if they fit this problem, else None.
+
+    They fit when the margin's name, the number of prototype coordinates and
+    the lift agree. Fitted attributes store the training parametrisation, so
+    nothing is rescaled.
+    """
+    if not (estimator.warm_start and hasattr(estimator, "coef_")):
+        return None
+    lifted = objective.rows.constant > 0
+    n_classes, n_features = objective.n_classes, objective.n_features
+    if (
+        estimator.coef_.shape != (n_classes, n_features - lifted)
+        or estimator.margin_.name != objective.margin.name
+        or (estimator.constant_feature_ > 0) != lifted
+    ):
+        return None
+    params = np.zeros(objective.n_params)
+    coef, intercept = objective.unpack(params)
+    if lifted:
+        coef[:, :-1] = estimator.coef_
+        coef[:, -1] = estimator.constant_coef_
+    else:
+        coef[:] = estimator.coef_
+    if intercept is not None:
+        intercept[:] = estimator.intercept_
+    return params

@@ -1,0 +1,86 @@
+"""The solver on its own: L-BFGS glue, stall detection, state rounds."""
+
+import numpy as np
+import pytest
+
+from sklmargin._margins import get_margin, with_support_vectors
+from sklmargin._objective import LinearMarginObjective
+from sklmargin._rows import prepare_rows
+from sklmargin._solver import fit_continuation, lambda_schedule, lbfgs, state_rounds
+
+
+def test_lbfgs_solves_a_quadratic_to_tol():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((20, 20))
+    H = A @ A.T + np.eye(20)
+    b = rng.standard_normal(20)
+
+    def fun(x):
+        return 0.5 * x @ H @ x - b @ x, H @ x - b
+
+    result = lbfgs(fun, np.zeros(20), max_iter=500, tol=1e-6)
+    assert result.converged and result.max_abs_grad <= 1e-5
+    np.testing.assert_allclose(result.params, np.linalg.solve(H, b), atol=1e-5)
+
+
+def test_lbfgs_reports_budget_exhaustion():
+    H = np.diag(np.logspace(0, 4, 30))
+
+    def fun(x):
+        return 0.5 * x @ H @ x, H @ x
+
+    result = lbfgs(fun, np.ones(30), max_iter=3, tol=1e-10)
+    assert not result.converged and result.n_iter == 3
+
+
+def test_lbfgs_does_not_call_a_stall_convergence():
+    # |x| has no minimiser L-BFGS can reach with a small gradient: it stalls on
+    # the relative-reduction or line-search test with |grad| = 1 >> tol.
+    def fun(x):
+        return float(np.abs(x).sum()), np.sign(x) + (x == 0)
+
+    result = lbfgs(fun, np.full(3, 0.3), max_iter=200, tol=1e-6)
+    assert not result.converged
+    assert result.max_abs_grad > 1e-3
+
+
+def test_lambda_schedule_is_decreasing_and_ends_at_lambda_min():
+    for lam in (0.0, 0.05, 1.0, 20.0, 5000.0):
+        schedule = lambda_schedule(lam)
+        assert schedule[-1] == lam
+        assert all(a > b for a, b in zip(schedule[:-1], schedule[1:], strict=True))
+
+
+def _sv_problem(t, seed=3):
+    rng = np.random.default_rng(seed)
+    y = np.arange(40) % 4
+    X = rng.standard_normal((40, 5)) + y[:, None]
+    margin = get_margin("normface")
+    rows = prepare_rows(X, normalize=True)
+    objective = LinearMarginObjective(
+        rows, y, 4, np.ones(40), with_support_vectors(margin, t), 0.0, 20.0, 1.0, True
+    )
+    return objective, rng
+
+
+@pytest.mark.parametrize("t", [1.2, 2.0])
+def test_state_rounds_never_end_above_their_start(t):
+    objective, rng = _sv_problem(t)
+    for _ in range(5):
+        start = rng.standard_normal(objective.n_params)
+        start_value, _ = objective.value_and_state(start)
+        params, result = state_rounds(objective, start, 200, 1e-4, 10)
+        value, _ = objective.value_and_state(params)
+        assert value <= start_value
+        assert np.all(np.isfinite(params))
+
+
+def test_warm_continuation_from_a_solution_stays_there():
+    objective, _ = _sv_problem(2.0)
+    x0 = np.zeros(objective.n_params)
+    x0[: 4 * objective.n_features] = 0.1
+    cold = fit_continuation(objective, x0, tol=1e-4)
+    cold_value, _ = objective.value_and_state(cold.params)
+    warm = fit_continuation(objective, cold.params, tol=1e-4, warm=True)
+    warm_value, _ = objective.value_and_state(warm.params)
+    assert warm_value <= cold_value
