@@ -1,0 +1,172 @@
+"""Regression tests for the defects found by fuzzing and the autograd cross-check.
+
+Each test names the item of issue 11 it keeps fixed.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+from sklmargin import (
+    KernelMarginSoftmaxClassifier,
+    MarginSoftmaxClassifier,
+    margin_softmax_loss,
+)
+from sklmargin._margins import with_support_vectors
+from sklmargin._objective import LinearMarginObjective
+from sklmargin._rows import lift_constant, prepare_rows
+
+ESTIMATORS = [
+    MarginSoftmaxClassifier,
+    lambda **kw: KernelMarginSoftmaxClassifier(n_components=60, random_state=0, **kw),
+]
+
+
+# -- 1. margin_softmax_loss refuses bad input with a clear ValueError -----------
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(cos=[[np.nan, 0.1], [0.2, 0.3]]), "finite"),
+        (dict(cos=[[np.inf, 0.1], [0.2, 0.3]]), "finite"),
+        (dict(sample_weight=[1.0, -1.0]), "Negative"),
+        (dict(sample_weight=[0.0, 0.0]), "zero"),
+        (dict(sample_weight=[np.nan, 1.0]), "finite"),
+        (dict(loss="l-softmax", norms=[[np.nan], [1.0]]), "norms"),
+        (dict(loss="a-softmax", norms=[[-1.0], [1.0]]), "norms"),
+        (dict(cos=np.zeros((0, 2)), y=[]), "at least one sample"),
+        (dict(cos=np.zeros((2, 1)), y=[0, 0]), "two classes"),
+    ],
+)
+def test_pointwise_loss_rejects_bad_input(kwargs, match):
+    args = dict(cos=[[0.5, 0.1], [0.2, 0.3]], y=[0, 1], loss="am-softmax")
+    args.update(kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way
+        with pytest.raises(ValueError, match=match):
+            margin_softmax_loss(args.pop("cos"), args.pop("y"), **args)
+
+
+# -- 2. SV-Softmax never ends above its start; a warm refit keeps the model ----
+def _overlapping_classes():
+    rng = np.random.default_rng(3)
+    y = np.arange(40) % 4
+    return rng.standard_normal((40, 5)) + y[:, None], y
+
+
+def _exact_objective(clf, X, y, t):
+    if hasattr(clf, "feature_map_"):
+        X = clf.feature_map_.transform(X)
+    margin = with_support_vectors(clf.margin_.stateless(), t)
+    rows = prepare_rows(X, normalize=margin.uses_angle, constant=clf.constant_feature_)
+    objective = LinearMarginObjective(
+        rows, y, len(clf.classes_), np.ones(len(y)), margin, clf.m_, clf.s_, 1.0, True
+    )
+    if margin.uses_lambda:  # the final softening the fit ended with
+        objective.lam = margin.default_lambda
+    params = np.zeros(objective.n_params)
+    coef, intercept = objective.unpack(params)
+    lifted = clf.constant_feature_ > 0
+    coef[:] = np.column_stack([clf.coef_, clf.constant_coef_]) if lifted else clf.coef_
+    intercept[:] = clf.intercept_
+    return objective.value_and_state(params)[0]
+
+
+@pytest.mark.parametrize("loss", ["softmax", "normface", "am-softmax", "arcface"])
+def test_sv_fit_is_no_worse_than_its_start_on_its_own_objective(loss):
+    X, y = _overlapping_classes()
+    plain = MarginSoftmaxClassifier(loss=loss).fit(X, y)
+    sv = MarginSoftmaxClassifier(loss=loss, t=2.0).fit(X, y)
+    # The cold SV fit starts from the plain solution (t = 1).
+    assert _exact_objective(sv, X, y, 2.0) <= _exact_objective(plain, X, y, 2.0)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("loss", ["softmax", "normface", "arcface", "a-softmax"])
+def test_sv_warm_refit_does_not_degrade_the_model(make, loss):
+    X, y = _overlapping_classes()
+    clf = make(loss=loss, t=2.0, warm_start=True).fit(X, y)
+    values = [_exact_objective(clf, X, y, 2.0)]
+    accuracies = [clf.score(X, y)]
+    for _ in range(2):
+        clf.fit(X, y)
+        values.append(_exact_objective(clf, X, y, 2.0))
+        accuracies.append(clf.score(X, y))
+    # A warm refit may only improve the model on its own objective (it moved
+    # the coefficients by 1.28 and cost 12 points of training accuracy before).
+    assert values[1] <= values[0] and values[2] <= values[1]
+    assert min(accuracies) >= accuracies[0] - 1.5 / len(y)
+
+
+# -- 3. A collapsing L-Softmax is reported, never a false "converged" ----------
+@pytest.mark.parametrize("lambda_min", [1.0, 0.0])
+def test_collapsed_l_softmax_warns_and_names_the_cause(lambda_min):
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    with pytest.warns(ConvergenceWarning, match="collapsed"):
+        clf = MarginSoftmaxClassifier(loss="l-softmax", m=2, lambda_min=lambda_min)
+        clf.fit(X, y)
+    assert np.all(np.isfinite(clf.coef_))
+
+
+# -- 4. Any finite magnitude works for the scale-invariant losses --------------
+@pytest.mark.parametrize("dtype, factor", [(np.float32, 1e20), (np.float64, 1e200)])
+@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface"])
+def test_huge_inputs_give_the_same_cosine_model(loss, dtype, factor):
+    rng = np.random.default_rng(0)
+    y = np.arange(30) % 3
+    X = rng.standard_normal((30, 4)) + y[:, None]
+    reference = MarginSoftmaxClassifier(loss=loss).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning, no ConvergenceWarning
+        huge = MarginSoftmaxClassifier(loss=loss).fit((X * factor).astype(dtype), y)
+        predicted = huge.predict((X * factor).astype(dtype))
+    # Separable data: the optimum's direction is not unique, so coefficients
+    # may differ within it; the decisions must not.
+    np.testing.assert_array_equal(predicted, reference.predict(X))
+    assert np.all(np.isfinite(huge.predict_proba((X * factor).astype(dtype))))
+
+
+def test_row_norms_and_lift_do_not_overflow():
+    X = np.array([[1e200, 1e200], [3.0, 4.0], [0.0, 0.0]])
+    rows = prepare_rows(X, normalize=True, constant=1.0)
+    assert np.all(np.isfinite(rows.X)) and np.all(np.isfinite(rows.norms))
+    np.testing.assert_allclose(rows.norms[:2], [np.sqrt(2) * 1e200, np.sqrt(26)])
+    c = lift_constant(X, np.ones(3), 1.0)
+    # RMS over all 6 entries: sqrt((2e400 + 25) / 6), dominated by the first row.
+    assert c == pytest.approx(1e200 * np.sqrt(2 / 6))
+
+
+# -- 5. class_weight is validated like sample_weight, in one place -------------
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize(
+    "class_weight, match",
+    [
+        ({0: 0.0, 1: 0.0, 2: 0.0}, "zero"),
+        ({0: np.nan}, "finite"),
+        ({0: -1.0}, ">= 0"),
+        ({0: "heavy"}, "real number"),
+        ({7: 1.0}, "not in the training labels"),
+    ],
+)
+def test_bad_class_weight_raises_a_clear_error(make, class_weight, match):
+    X, y = _overlapping_classes()
+    y = y % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=match):
+            make(class_weight=class_weight).fit(X, y)
+
+
+# -- 6. ArcFace in float32 near an anti-parallel target ------------------------
+@pytest.mark.parametrize("gap", [8e-8, 2e-7, 1e-6])
+def test_arcface_float32_gradient_near_antiparallel_target(gap):
+    cos = np.array([[-1 + gap, 0.3, -0.2], [0.5, -0.1, 0.2]], dtype=np.float32)
+    y = np.array([0, 0])
+    _, g32 = margin_softmax_loss(cos, y, loss="arcface", m=0.5, s=30)
+    _, g64 = margin_softmax_loss(cos.astype(np.float64), y, loss="arcface", m=0.5, s=30)
+    # Same (float32-rounded) input: only float32 arithmetic may differ.
+    assert np.abs(g32 - g64).max() <= 1e-5 * np.abs(g64).max()
