@@ -1,0 +1,53 @@
+"""skops persistence: the names of our types that skops must be told to trust.
+
+skops refuses to load a type it does not know unless the caller trusts it by
+name; scikit-learn's types are trusted by default, ours are not. The names are
+computed from the classes, so they stay right if a class moves to another
+module. No skops import here: the core does not depend on it.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+
+def skops_trusted_types() -> list[str]:
+    """Fully qualified names of sklmargin's estimator types, for skops.
+
+    Pass them to :func:`skops.io.load` / :func:`skops.io.loads` as ``trusted``
+    to load a saved sklmargin estimator (alone or inside a pipeline) without
+    trusting anything else. They are exactly the public classes of
+    ``sklmargin.__all__`` that are scikit-learn estimators; a file that holds
+    other unknown types still fails to load, as it should.
+
+    Returns
+    -------
+    list of str
+        Sorted names such as ``"sklmargin._estimators.MarginSoftmaxClassifier"``.
+
+    Examples
+    --------
+    >>> from sklmargin import skops_trusted_types
+    >>> "sklmargin._features.RandomFourierFeatures" in skops_trusted_types()
+    True
+
+    With skops installed (``pip install sklmargin[skops]``):
+
+    .. code-block:: python
+
+        import skops.io as sio
+        from sklmargin import skops_trusted_types
+
+        data = sio.dumps(clf)
+        clf2 = sio.loads(data, trusted=skops_trusted_types())
+    """
+    from sklearn.base import BaseEstimator
+
+    import sklmargin
+
+    names = []
+    for public_name in sklmargin.__all__:
+        obj = getattr(sklmargin, public_name)
+        if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
+            names.append(f"{obj.__module__}.{obj.__qualname__}")
+    return sorted(names)
