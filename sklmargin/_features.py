@@ -33,6 +33,8 @@ from sklearn.utils.validation import (
 )
 from threadpoolctl import ThreadpoolController
 
+from ._doc_link import DocLinkMixin
+
 __all__ = ["RandomFourierFeatures"]
 
 # Upper bound on the temporaries allocated per row block (projection matrix in
@@ -151,7 +153,7 @@ def _draw_frequencies(
 
 
 class RandomFourierFeatures(
-    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    DocLinkMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 ):
     r"""Approximate the RBF kernel feature map with random Fourier features.
 
