@@ -2,11 +2,17 @@
 
 Build with ``python -m sphinx -W --keep-going -b html docs docs/_build/html``
 from the repository root: warnings are errors and the gallery in ``examples/``
-is executed. Nothing is fetched from the network (intersphinx is off).
+is executed. Nothing is fetched from the network, at build time (intersphinx
+is off) or when reading: MathJax comes from the ``sphinx-mathjax-offline``
+package (a docs dependency) and is copied into ``_static/mathjax``, and every
+built page is checked for remote scripts, stylesheets and CDN names
+(``check_offline.py``; a finding is a warning, so an error under ``-W``).
 """
 
+import importlib.util
 import os
 import re
+import shutil
 import sys
 from datetime import date
 from pathlib import Path
@@ -18,6 +24,9 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 # Headless rendering for the gallery, whatever the environment says.
 os.environ["MPLBACKEND"] = "Agg"
+# The "?" link of an estimator's HTML repr on a gallery page (one level below
+# the root) opens our own API page on this site: sklmargin/_doc_link.py.
+os.environ["SKLMARGIN_DOC_URL"] = "../"
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
@@ -109,6 +118,8 @@ def _describe_data(app, what, name, obj, options, lines):
 
 
 def setup(app):
+    app.connect("build-finished", _copy_mathjax)
+    app.connect("build-finished", _check_offline)
     app.connect("autodoc-process-docstring", _describe_data)
     app.connect("autodoc-skip-member", _skip_sklearn_members)
     # Before numpydoc (priority 500) turns the sections into RST.
@@ -116,7 +127,47 @@ def setup(app):
 
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # for gallery_order
+sys.path.insert(0, str(HERE))  # for gallery_order and check_offline
+
+# -- maths without network -----------------------------------------------------
+# MathJax 3.2.2 as shipped by the PyPI package ``sphinx-mathjax-offline`` (its
+# import name has hyphens, hence find_spec). We use it as a data package only:
+# its own setup() would copy all 24 MB of MathJax, including six alternative
+# combined builds we never load. We copy the one entry point (TeX input, HTML
+# output) and what it loads on demand: TeX extensions, fonts, the menu and the
+# accessibility modules (about 9 MB).
+_MATHJAX_SPEC = importlib.util.find_spec("sphinx-mathjax-offline")
+if _MATHJAX_SPEC is None:
+    raise RuntimeError(
+        "The documentation bundles MathJax from the 'sphinx-mathjax-offline' "
+        "package: pip install -e '.[docs]'."
+    )
+_MATHJAX_SOURCE = Path(_MATHJAX_SPEC.origin).parent / "static" / "mathjax"
+_MATHJAX_ENTRY = "tex-chtml.js"
+_MATHJAX_PARTS = ("input", "output/chtml", "ui", "a11y", "sre", "adaptors")
+mathjax_path = f"mathjax/{_MATHJAX_ENTRY}"  # relative to _static
+
+
+def _copy_mathjax(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / "_static" / "mathjax"
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(_MATHJAX_SOURCE / _MATHJAX_ENTRY, target / _MATHJAX_ENTRY)
+    for part in _MATHJAX_PARTS:
+        shutil.copytree(_MATHJAX_SOURCE / part, target / part, dirs_exist_ok=True)
+
+
+def _check_offline(app, exception):
+    """Warn (an error under -W) for each remote asset in the built pages."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from check_offline import check_site
+    from sphinx.util import logging
+
+    logger = logging.getLogger("sklmargin.check_offline")
+    for problem in check_site(app.outdir):
+        logger.warning("remote asset (docs must work offline): %s", problem)
 
 
 # -- a table generated from the code, so the defaults shown are never stale --
@@ -178,6 +229,9 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "min_reported_time": 0,
     "matplotlib_animations": False,
+    # The computation-time pages load jQuery, DataTables and Bootstrap from
+    # CDNs (sphinx-gallery 0.22): off, so that the site works offline.
+    "write_computation_times": False,
 }
 
 # -- HTML --------------------------------------------------------------------

@@ -7,6 +7,8 @@ from ._features import RandomFourierFeatures
 from ._kernel import KernelMarginSoftmaxClassifier
 from ._margins import LOSS_NAMES
 from ._objective import margin_softmax_loss
+from ._onnx import register_onnx_converters, to_onnx
+from ._skops import skops_trusted_types
 
 try:
     __version__ = version("sklmargin")
@@ -19,5 +21,8 @@ __all__ = [
     "MarginSoftmaxClassifier",
     "RandomFourierFeatures",
     "margin_softmax_loss",
+    "register_onnx_converters",
+    "skops_trusted_types",
+    "to_onnx",
     "__version__",
 ]

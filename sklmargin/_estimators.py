@@ -16,6 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, StrOptions, fit_context
+from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin, with_support_vectors
 from ._objective import LinearMarginObjective, margin_free_logits
 from ._rows import lift_constant, prepare_rows
@@ -28,7 +29,7 @@ from ._validation import check_sample_and_class_weight
 _COLLAPSE_RATIO = 1e-8
 
 
-class BaseMarginSoftmax(ClassifierMixin, BaseEstimator):
+class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the linear and the kernel estimator.
 
     Subclasses override :meth:`_fit_feature_map` and :meth:`_map_features` to

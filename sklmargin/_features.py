@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from ._compat import Interval, StrOptions, fit_context
+from ._doc_link import DocLinkMixin
 from ._validation import check_weights
 
 __all__ = ["RandomFourierFeatures"]
@@ -148,7 +149,7 @@ def _draw_frequencies(
 
 
 class RandomFourierFeatures(
-    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    DocLinkMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 ):
     r"""Approximate the RBF kernel feature map with random Fourier features.
 

@@ -1,0 +1,452 @@
+r"""ONNX export of the sklmargin estimators through skl2onnx (optional).
+
+Nothing here imports ``skl2onnx`` or ``onnx`` at module level: they are
+imported when :func:`register_onnx_converters` or :func:`to_onnx` is called,
+so the core package never depends on them (``pip install sklmargin[onnx]``).
+
+The exported graph computes the same margin-free logits as
+``decision_function`` (the margin is a training device only), then their
+softmax and argmax:
+
+.. math::
+
+    z(x) = \begin{cases}
+      s\,\dfrac{\phi(x) A + a}{\max(\sqrt{|\phi(x)|^2 + c^2},\ \epsilon)} + b
+        & \text{losses that normalise } x \text{ (NormFace, AM-Softmax, ArcFace)}\\[1ex]
+      \phi(x) A + b & \text{the others (softmax, L-Softmax, A-Softmax)}
+    \end{cases}
+
+where :math:`\phi` is the identity or the kernel estimator's feature map,
+:math:`A` the prototypes (transposed, with A-Softmax's ``s`` folded in),
+:math:`a = c\cdot` ``constant_coef_`` the lifting feature's contribution and
+:math:`b` the intercepts. Every read of the estimators' fitted attributes is in
+:func:`_logit_description`, the one place to change when they change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["register_onnx_converters", "to_onnx"]
+
+_ALIAS_LINEAR = "SklmarginMarginSoftmaxClassifier"
+_ALIAS_KERNEL = "SklmarginKernelMarginSoftmaxClassifier"
+_ALIAS_FOURIER = "SklmarginRandomFourierFeatures"
+
+
+@dataclass(frozen=True)
+class _FourierDescription:
+    """``z(x) = scale * [cos(x W_p), sin(x W_p), cos(x W_o + offset)]``."""
+
+    pair_weights: np.ndarray  # (n_features, p)
+    odd_weights: np.ndarray  # (n_features, 0 or 1)
+    odd_offset: np.ndarray  # (0 or 1,)
+    scale: float  # sqrt(2 / n_components)
+
+
+@dataclass(frozen=True)
+class _LogitDescription:
+    """Margin-free logits of a fitted classifier, as plain arrays.
+
+    ``normalise=False``: ``z = phi(x) @ matrix + bias``.
+    ``normalise=True``:
+    ``z = scale * (phi(x) @ matrix + inner_bias) / max(sqrt(|phi(x)|^2 +
+    norm_offset), tiny) + bias``.
+    """
+
+    feature_map: _FourierDescription | None
+    matrix: np.ndarray  # (n_features_mapped, n_classes)
+    bias: np.ndarray  # (n_classes,)
+    normalise: bool
+    inner_bias: np.ndarray  # (n_classes,), used when normalise
+    norm_offset: float  # c^2, used when normalise
+    scale: float  # s, used when normalise
+    tiny: float  # floor of the row norm, used when normalise
+
+
+def _fourier_description(feature_map):
+    """Read the fitted arrays of a :class:`RandomFourierFeatures`."""
+    from ._features import RandomFourierFeatures
+
+    if not isinstance(feature_map, RandomFourierFeatures):
+        raise NotImplementedError(
+            f"ONNX export supports the feature map RandomFourierFeatures "
+            f"(kernel_approximation='orf' or 'rff'); got "
+            f"{type(feature_map).__module__}.{type(feature_map).__name__} "
+            "(kernel_approximation='nystroem' is not supported yet)."
+        )
+    weights = np.asarray(feature_map.random_weights_, dtype=np.float64)
+    offset = np.asarray(feature_map.random_offset_, dtype=np.float64)
+    n_odd = offset.shape[0]
+    n_pairs = weights.shape[1] - n_odd
+    n_out = 2 * n_pairs + n_odd
+    return _FourierDescription(
+        pair_weights=weights[:, :n_pairs],
+        odd_weights=weights[:, n_pairs:],
+        odd_offset=offset,
+        scale=float(np.sqrt(2.0 / n_out)),
+    )
+
+
+def _scale_form(margin, s):
+    """Classify the margin's own ``logit_scale`` by probing it.
+
+    The ONNX graph cannot call Python, so the scale rule is read off the one
+    function training and prediction use (:meth:`Margin.logit_scale`) instead
+    of being written again here. Returns ``(form, factor)`` with form
+    "constant" (``factor``), "row" (``factor * |x|``) or "entry"
+    (``factor * |x| |w_j|``); any other rule raises NotImplementedError.
+    """
+    norms = np.array([1.0, 2.5, 4.0])
+    w_norm = np.array([1.0, 3.0])
+    scale = np.broadcast_to(
+        np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64), (3, 2)
+    )
+    factor = float(scale[0, 0])
+    candidates = {
+        "constant": np.full((3, 2), factor),
+        "row": factor * norms[:, None] * np.ones((1, 2)),
+        "entry": factor * norms[:, None] * w_norm[None, :],
+    }
+    for form, expected in candidates.items():
+        if np.allclose(scale, expected, rtol=1e-12, atol=0.0):
+            return form, factor
+    raise NotImplementedError(
+        f"ONNX export supports logit scales that are constant, proportional to "
+        f"|x| or to |x||w|; {type(margin).__name__}.logit_scale is none of these."
+    )
+
+
+def _logit_description(estimator):
+    """Describe the margin-free logits of a fitted estimator (plain arrays).
+
+    The ONE place that reads the estimators' fitted attributes (``coef_``,
+    ``constant_coef_``, ``constant_feature_``, ``intercept_``, ``s_``,
+    ``margin_``, ``feature_map_``). Prediction is
+    ``z = logit_scale * cos([x, c], [w, w_c]) + b``
+    (:func:`sklmargin._objective.margin_free_logits`); with a scale that is
+    constant this needs the row norm in the graph, with a scale proportional to
+    ``|x|`` (or ``|x||w_j|``) the norms cancel and the logits are linear in x.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from ._rows import TINY_NORM
+
+    check_is_fitted(estimator)
+    margin = estimator.margin_
+    feature_map = getattr(estimator, "feature_map_", None)
+    fourier = None if feature_map is None else _fourier_description(feature_map)
+    coef = np.asarray(estimator.coef_, dtype=np.float64)
+    bias = np.asarray(estimator.intercept_, dtype=np.float64)
+    n_classes = coef.shape[0]
+    form, factor = _scale_form(margin, estimator.s_)
+    if not margin.uses_angle:  # raw inner products times a constant scale
+        return _LogitDescription(
+            fourier, factor * coef.T, bias, False, np.zeros(n_classes), 0.0, 1.0, 0.0
+        )
+    c = float(estimator.constant_feature_)
+    constant_coef = np.asarray(estimator.constant_coef_, dtype=np.float64)
+    w_norm = np.maximum(
+        np.sqrt(np.sum(coef**2, axis=1) + constant_coef**2), float(TINY_NORM)
+    )
+    inner_bias = c * constant_coef if c > 0 else np.zeros(n_classes)
+    if form == "constant":  # s [x, c].[w, w_c] / (|[x, c]| |w|) + b
+        return _LogitDescription(
+            feature_map=fourier,
+            matrix=coef.T / w_norm,
+            bias=bias,
+            normalise=True,
+            inner_bias=inner_bias / w_norm,
+            norm_offset=c * c,
+            scale=factor,
+            tiny=float(TINY_NORM),
+        )
+    # |x| (and |w_j|) cancel against the cosine's denominators: linear in x.
+    per_class = factor / w_norm if form == "row" else np.full(n_classes, factor)
+    return _LogitDescription(
+        feature_map=fourier,
+        matrix=coef.T * per_class,
+        bias=bias + inner_bias * per_class,
+        normalise=False,
+        inner_bias=np.zeros(n_classes),
+        norm_offset=0.0,
+        scale=1.0,
+        tiny=0.0,
+    )
+
+
+def _logits_from_description(description, X):
+    """NumPy evaluation of a description, in float64 (the reference of tests)."""
+    features = np.asarray(X, dtype=np.float64)
+    fourier = description.feature_map
+    if fourier is not None:
+        pairs = features @ fourier.pair_weights
+        odd = features @ fourier.odd_weights + fourier.odd_offset
+        features = fourier.scale * np.hstack(
+            [np.cos(pairs), np.sin(pairs), np.cos(odd)]
+        )
+    raw = features @ description.matrix
+    if description.normalise:
+        norms = np.sqrt(np.sum(features**2, axis=1) + description.norm_offset)
+        raw = (raw + description.inner_bias) * (
+            description.scale / np.maximum(norms, description.tiny)
+        )[:, None]
+    return raw + description.bias
+
+
+# -- graph building ------------------------------------------------------------
+class _Graph:
+    """Thin helper over skl2onnx's scope and container: constants and nodes."""
+
+    def __init__(self, scope, container, dtype, prefix):
+        from onnx.helper import np_dtype_to_tensor_dtype
+
+        self.scope = scope
+        self.container = container
+        self.dtype = np.dtype(dtype)
+        self.prefix = prefix
+        self._proto_type = np_dtype_to_tensor_dtype
+
+    def const(self, name, value, dtype=None):
+        value = np.asarray(value, dtype=self.dtype if dtype is None else dtype)
+        unique = self.scope.get_unique_variable_name(f"{self.prefix}_{name}")
+        if value.dtype.kind in "US":  # string labels
+            from onnx import TensorProto
+
+            content = [str(v).encode("utf-8") for v in value.ravel()]
+            self.container.add_initializer(
+                unique, TensorProto.STRING, list(value.shape), content
+            )
+        else:
+            self.container.add_initializer(
+                unique,
+                self._proto_type(value.dtype),
+                list(value.shape),
+                value.ravel().tolist(),
+            )
+        return unique
+
+    def node(self, op_type, inputs, output=None, **attrs):
+        if output is None:
+            output = self.scope.get_unique_variable_name(
+                f"{self.prefix}_{op_type.lower()}"
+            )
+        self.container.add_node(
+            op_type,
+            list(inputs),
+            [output],
+            name=self.scope.get_unique_operator_name(f"{self.prefix}_{op_type}"),
+            **attrs,
+        )
+        return output
+
+
+def _input_dtype(variable):
+    from skl2onnx.common.data_types import guess_numpy_type
+
+    dtype = np.dtype(guess_numpy_type(variable.type))
+    if dtype not in (np.float32, np.float64):
+        raise NotImplementedError(
+            f"ONNX export of sklmargin estimators takes float32 or float64 input; "
+            f"got {dtype}."
+        )
+    return dtype
+
+
+def _fourier_graph(graph, fourier, X, output=None):
+    """Nodes of ``z(x)``; returns the name of the (n, n_components) result."""
+    parts = []
+    if fourier.pair_weights.shape[1]:
+        pairs = graph.node(
+            "MatMul", [X, graph.const("pair_weights", fourier.pair_weights)]
+        )
+        parts += [graph.node("Cos", [pairs]), graph.node("Sin", [pairs])]
+    if fourier.odd_weights.shape[1]:
+        odd = graph.node("MatMul", [X, graph.const("odd_weights", fourier.odd_weights)])
+        odd = graph.node("Add", [odd, graph.const("odd_offset", fourier.odd_offset)])
+        parts.append(graph.node("Cos", [odd]))
+    joined = parts[0] if len(parts) == 1 else graph.node("Concat", parts, axis=1)
+    return graph.node("Mul", [joined, graph.const("scale", fourier.scale)], output)
+
+
+def _logits_graph(graph, description, X):
+    features = X
+    if description.feature_map is not None:
+        features = _fourier_graph(graph, description.feature_map, X)
+    raw = graph.node("MatMul", [features, graph.const("matrix", description.matrix)])
+    if description.normalise:
+        if np.any(description.inner_bias):
+            raw = graph.node("Add", [raw, graph.const("inner", description.inner_bias)])
+        # |phi(x)|^2 as (phi * phi) @ ones: a MatMul, valid at every opset
+        # (ReduceSumSquare moved its axes to an input in opset 18).
+        n_mapped = description.matrix.shape[0]
+        squares = graph.node("Mul", [features, features])
+        sq_norm = graph.node(
+            "MatMul", [squares, graph.const("ones", np.ones((n_mapped, 1)))]
+        )
+        if description.norm_offset > 0:
+            sq_norm = graph.node(
+                "Add", [sq_norm, graph.const("offset", description.norm_offset)]
+            )
+        norm = graph.node("Sqrt", [sq_norm])
+        norm = graph.node("Max", [norm, graph.const("tiny", description.tiny)])
+        raw = graph.node("Div", [raw, norm])
+        raw = graph.node("Mul", [raw, graph.const("s", description.scale)])
+    return graph.node("Add", [raw, graph.const("bias", description.bias)])
+
+
+def _class_labels(scope, estimator):
+    """Return the labels the graph outputs (int64 or strings), as skl2onnx does."""
+    from skl2onnx.common.utils_classifier import get_label_classes
+
+    classes = np.asarray(get_label_classes(scope, estimator))
+    if classes.dtype.kind in "US" or classes.dtype == object:
+        return classes.astype(str), None
+    if classes.dtype.kind == "f" and not np.all(classes == np.round(classes)):
+        raise NotImplementedError(
+            "ONNX export outputs integer or string labels; the classes "
+            f"{classes.tolist()} are non-integral floats."
+        )
+    return classes.astype(np.int64), np.int64
+
+
+def _convert_classifier(scope, operator, container):
+    estimator = operator.raw_operator
+    X = operator.inputs[0].full_name
+    dtype = _input_dtype(operator.inputs[0])
+    graph = _Graph(scope, container, dtype, "sklmargin")
+    logits = _logits_graph(graph, _logit_description(estimator), X)
+    classes, label_dtype = _class_labels(scope, estimator)
+    index = graph.node("ArgMax", [logits], axis=1, keepdims=0)
+    graph.node(
+        "Gather",
+        [graph.const("classes", classes, dtype=label_dtype or classes.dtype), index],
+        operator.outputs[0].full_name,
+        axis=0,
+    )
+    graph.node("Softmax", [logits], operator.outputs[1].full_name, axis=1)
+
+
+def _convert_fourier(scope, operator, container):
+    dtype = _input_dtype(operator.inputs[0])
+    graph = _Graph(scope, container, dtype, "sklmargin_rff")
+    fourier = _fourier_description(operator.raw_operator)
+    _fourier_graph(
+        graph, fourier, operator.inputs[0].full_name, operator.outputs[0].full_name
+    )
+
+
+def _fourier_shape(operator):
+    from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+
+    dtype = _input_dtype(operator.inputs[0])
+    tensor_type = DoubleTensorType if dtype == np.float64 else FloatTensorType
+    n_samples = operator.inputs[0].get_first_dimension()
+    n_out = operator.raw_operator._n_features_out
+    operator.outputs[0].type = tensor_type([n_samples, n_out])
+
+
+def register_onnx_converters():
+    """Register the sklmargin converters with skl2onnx.
+
+    After this call ``skl2onnx.to_onnx`` / ``convert_sklearn`` convert
+    :class:`MarginSoftmaxClassifier`, :class:`KernelMarginSoftmaxClassifier`
+    (with ``kernel_approximation="orf"`` or ``"rff"``) and
+    :class:`RandomFourierFeatures`, alone or inside a
+    :class:`~sklearn.pipeline.Pipeline`. The classifiers produce skl2onnx's
+    standard classifier outputs: ``label`` (int64 or string) and
+    ``probabilities`` (the softmax of the margin-free logits, equal to
+    ``predict_proba``), with the usual ``zipmap`` and ``nocl`` options.
+    Registering twice is harmless.
+
+    Raises
+    ------
+    ImportError
+        If skl2onnx is not installed (``pip install sklmargin[onnx]``).
+    """
+    try:
+        from skl2onnx import update_registered_converter
+        from skl2onnx.common.shape_calculator import (
+            calculate_linear_classifier_output_shapes,
+        )
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "ONNX export needs skl2onnx and onnxruntime: pip install 'sklmargin[onnx]'."
+        ) from error
+
+    from ._estimators import MarginSoftmaxClassifier
+    from ._features import RandomFourierFeatures
+    from ._kernel import KernelMarginSoftmaxClassifier
+
+    classifier_options = {"zipmap": [True, False, "columns"], "nocl": [False, True]}
+    for cls, alias in (
+        (MarginSoftmaxClassifier, _ALIAS_LINEAR),
+        (KernelMarginSoftmaxClassifier, _ALIAS_KERNEL),
+    ):
+        update_registered_converter(
+            cls,
+            alias,
+            calculate_linear_classifier_output_shapes,
+            _convert_classifier,
+            options=classifier_options,
+        )
+    update_registered_converter(
+        RandomFourierFeatures, _ALIAS_FOURIER, _fourier_shape, _convert_fourier
+    )
+
+
+def to_onnx(estimator, X, *, zipmap=False, target_opset=None):
+    """Convert a fitted estimator (or a pipeline holding ours) to ONNX.
+
+    Registers the converters (:func:`register_onnx_converters`), then calls
+    ``skl2onnx.to_onnx``. The input's dtype (float32 or float64) and width are
+    taken from ``X``; the graph accepts any number of rows.
+
+    Parameters
+    ----------
+    estimator : estimator or Pipeline
+        Fitted; any skl2onnx-convertible pipeline whose steps include
+        sklmargin estimators.
+    X : array-like of shape (n_samples, n_features)
+        A sample of the input (only its dtype and width are used).
+    zipmap : bool or "columns", default=False
+        skl2onnx's ``zipmap`` option for the classifiers: False gives the
+        probabilities as one (n_samples, n_classes) tensor, True as a list of
+        ``{label: probability}`` dictionaries.
+    target_opset : int, default=None
+        ONNX opset; None means the latest one skl2onnx supports.
+
+    Returns
+    -------
+    onnx.ModelProto
+        Outputs ``label`` and ``probabilities`` for a classifier,
+        ``variable`` for :class:`RandomFourierFeatures`.
+
+    Raises
+    ------
+    NotImplementedError
+        For a kernel estimator with ``kernel_approximation="nystroem"``.
+
+    Examples
+    --------
+    .. code-block:: python
+
+        import onnxruntime as ort
+        from sklmargin import to_onnx
+
+        model = to_onnx(clf, X_train[:1].astype("float32"))
+        session = ort.InferenceSession(model.SerializeToString())
+        labels, proba = session.run(None, {"X": X_test.astype("float32")})
+    """
+    register_onnx_converters()
+    import skl2onnx
+
+    from ._estimators import BaseMarginSoftmax
+
+    options = {cls: {"zipmap": zipmap} for cls in BaseMarginSoftmax.__subclasses__()}
+    X = np.asarray(X)
+    return skl2onnx.to_onnx(
+        estimator, X[:1], options=options, target_opset=target_opset
+    )
