@@ -19,7 +19,7 @@ from ._compat import Interval, StrOptions, fit_context
 from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin, with_support_vectors
 from ._objective import LinearMarginObjective, margin_free_logits
-from ._rows import lift_constant, prepare_rows
+from ._rows import lift_constant, prepare_rows, row_norms
 from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged
 from ._start import initial_params, softmax_start, warm_start_params
 from ._validation import check_sample_and_class_weight
@@ -136,12 +136,18 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         )
         self.classes_ = classes
         features = self._fit_feature_map(X, sample_weight)
+        # Row norms once: for the lift's RMS and for the unit rows.
+        norms = row_norms(features) if margin.uses_angle else None
         constant = (
-            lift_constant(features, sample_weight, self.constant_feature)
+            lift_constant(
+                norms, features.shape[1], sample_weight, self.constant_feature
+            )
             if margin.normalizes_X
             else 0.0
         )
-        rows = prepare_rows(features, normalize=margin.uses_angle, constant=constant)
+        rows = prepare_rows(
+            features, normalize=margin.uses_angle, constant=constant, norms=norms
+        )
         objective = LinearMarginObjective(
             rows,
             y_encoded,

@@ -62,29 +62,32 @@ def row_norms(X):
     return norms
 
 
-def lift_constant(X, sample_weight, constant_feature):
+def lift_constant(norms, n_features, sample_weight, constant_feature):
     """Value ``c`` of the lifting feature: ``constant_feature`` times the RMS.
 
     The root-mean-square is over all entries, weighted by the rows'
-    ``sample_weight``, so integer weights equal repeated rows. Returns 0.0 when
-    ``constant_feature`` is None or 0 (no lift).
+    ``sample_weight``, so integer weights equal repeated rows; it is computed
+    from the row norms :func:`row_norms` already gave (no second pass over X).
+    Returns 0.0 when ``constant_feature`` is None or 0 (no lift).
     """
     if not constant_feature:
         return 0.0
-    norms = row_norms(X)
     # Scale before squaring (norms may be ~1e200 in float64).
     peak = float(np.max(norms, initial=0.0))
     if not peak > 0:
         return float(constant_feature)
     mean_square = float(sample_weight @ (norms / peak) ** 2) / (
-        sample_weight.sum() * max(X.shape[1], 1)
+        sample_weight.sum() * max(n_features, 1)
     )
     return float(constant_feature) * peak * float(np.sqrt(mean_square))
 
 
-def lifted_norms(X, constant=0.0):
-    """``|[x_i, c]|`` in float64 (``|x_i|`` when ``c`` is 0), overflow-safe."""
-    norms = row_norms(X)
+def lifted_norms(X, constant=0.0, norms=None):
+    """``|[x_i, c]|`` in float64 (``|x_i|`` when ``c`` is 0), overflow-safe.
+
+    ``norms``, the plain row norms, are reused when given.
+    """
+    norms = row_norms(X) if norms is None else norms
     # sqrt(|x|^2 + c^2) without squaring a possibly huge |x|.
     return np.hypot(norms, constant) if constant else norms
 
@@ -119,7 +122,7 @@ class PreparedRows:
         return self.X.dtype
 
 
-def prepare_rows(X, *, normalize, constant=0.0):
+def prepare_rows(X, *, normalize, constant=0.0, norms=None):
     """Lift and normalise ``X`` once, for fit or predict.
 
     Parameters
@@ -130,6 +133,8 @@ def prepare_rows(X, *, normalize, constant=0.0):
         Whether the loss works on unit rows (every loss but plain softmax).
     constant : float, default=0.0
         Lifting constant ``c``; 0 means no lift.
+    norms : ndarray of shape (n_samples,), default=None
+        The plain row norms (:func:`row_norms`) if the caller has them already.
 
     Returns
     -------
@@ -137,7 +142,7 @@ def prepare_rows(X, *, normalize, constant=0.0):
     """
     if not normalize:
         return PreparedRows(X, None, 0.0)
-    norms = lifted_norms(X, constant)
+    norms = lifted_norms(X, constant, norms)
     inverse = 1.0 / np.maximum(norms, TINY_NORM)
     unit = _lift_and_scale_rows(X, inverse, constant)
     with np.errstate(over="ignore"):  # a float64 norm beyond float32 becomes inf

@@ -18,7 +18,7 @@ from sklmargin import (
 )
 from sklmargin._margins import with_support_vectors
 from sklmargin._objective import LinearMarginObjective
-from sklmargin._rows import lift_constant, prepare_rows
+from sklmargin._rows import lift_constant, prepare_rows, row_norms
 
 ESTIMATORS = [
     MarginSoftmaxClassifier,
@@ -135,7 +135,7 @@ def test_row_norms_and_lift_do_not_overflow():
     rows = prepare_rows(X, normalize=True, constant=1.0)
     assert np.all(np.isfinite(rows.X)) and np.all(np.isfinite(rows.norms))
     np.testing.assert_allclose(rows.norms[:2], [np.sqrt(2) * 1e200, np.sqrt(26)])
-    c = lift_constant(X, np.ones(3), 1.0)
+    c = lift_constant(row_norms(X), 2, np.ones(3), 1.0)
     # RMS over all 6 entries: sqrt((2e400 + 25) / 6), dominated by the first row.
     assert c == pytest.approx(1e200 * np.sqrt(2 / 6))
 
