@@ -17,7 +17,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, StrOptions, fit_context
 from ._doc_link import DocLinkMixin
-from ._margins import LOSS_NAMES, Margin, get_margin, with_support_vectors
+from ._margins import LOSS_NAMES, Margin, get_margin
+from ._modifiers import with_support_vectors
 from ._objective import LinearMarginObjective, margin_free_logits
 from ._rows import lift_constant, prepare_rows, row_norms
 from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged

@@ -16,7 +16,8 @@ import numpy as np
 from scipy import sparse
 
 from ._compat import HalfMultinomialLoss
-from ._margins import get_margin, with_support_vectors
+from ._margins import get_margin
+from ._modifiers import with_support_vectors
 from ._rows import TINY_NORM, PreparedRows, lifted_norms
 from ._validation import check_weights
 

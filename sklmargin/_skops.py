@@ -47,7 +47,8 @@ def skops_trusted_types() -> list[str]:
 
     import sklmargin
 
-    from ._margins import SupportVectorGuided, registered_margins
+    from ._margins import registered_margins
+    from ._modifiers import SupportVectorGuided
 
     classes = [
         obj

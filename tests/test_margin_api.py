@@ -10,14 +10,8 @@ from sklearn.model_selection import cross_val_score
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from sklmargin._margins import (
-    AMSoftmax,
-    Margin,
-    SupportVectorGuided,
-    get_margin,
-    registered_margins,
-    with_support_vectors,
-)
+from sklmargin._margins import AMSoftmax, Margin, get_margin, registered_margins
+from sklmargin._modifiers import SupportVectorGuided, with_support_vectors
 from sklmargin._objective import LinearMarginObjective
 from sklmargin._rows import prepare_rows
 

@@ -12,8 +12,8 @@ from sklmargin._margins import (
     LOSS_NAMES,
     get_margin,
     registered_margins,
-    with_support_vectors,
 )
+from sklmargin._modifiers import with_support_vectors
 from sklmargin._objective import LinearMarginObjective
 from sklmargin._rows import prepare_rows
 

@@ -16,7 +16,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     margin_softmax_loss,
 )
-from sklmargin._margins import with_support_vectors
+from sklmargin._modifiers import with_support_vectors
 from sklmargin._objective import LinearMarginObjective
 from sklmargin._rows import lift_constant, prepare_rows, row_norms
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from sklmargin._margins import get_margin, with_support_vectors
+from sklmargin._margins import get_margin
+from sklmargin._modifiers import with_support_vectors
 from sklmargin._objective import LinearMarginObjective
 from sklmargin._rows import prepare_rows
 from sklmargin._solver import fit_continuation, lambda_schedule, lbfgs, state_rounds
