@@ -304,7 +304,9 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         """Logarithm of :meth:`predict_proba`.
 
         Taken as ``log(predict_proba)`` rather than a separate log-softmax so that
-        both agree to the last bit in float32 at large ``s``.
+        both agree to the last bit in float32 at large ``s``; where a
+        probability underflows to 0 the exact log-softmax is returned instead of
+        ``-inf``.
 
         Parameters
         ----------
@@ -314,7 +316,19 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return np.log(self.predict_proba(X))
+        logits = self._logits(X)
+        proba = softmax(logits.copy(), copy=False)
+        with np.errstate(divide="ignore"):
+            log_proba = np.log(proba)
+        underflow = proba == 0
+        if np.any(underflow):
+            # A class beyond the dtype's range (a logit gap of ~104 in float32)
+            # has probability 0; its log-probability is finite: the log-softmax.
+            shifted = logits.astype(np.float64)
+            shifted -= shifted.max(axis=1, keepdims=True)
+            shifted -= np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+            log_proba[underflow] = shifted[underflow]
+        return log_proba
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -81,7 +81,10 @@ def _weighted_variance(X, sample_weight: np.ndarray) -> float:
         # Centring would densify X, so use sum of squares minus squared sum. The
         # cancellation leaves noise of a few ulps of E[x^2]: below that level the
         # data are constant for all practical purposes.
-        row_squares = np.asarray(X.multiply(X).sum(axis=1, dtype=np.float64)).ravel()
+        # Square in float64: a float32 entry of 1e20 squares beyond float32.
+        data = X.data.astype(np.float64)
+        squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
+        row_squares = np.asarray(squares.sum(axis=1)).ravel()
         mean_square = float(sw @ row_squares) / total_weight
         variance = mean_square - mean**2
         if variance <= 16 * np.finfo(np.float64).eps * mean_square:

@@ -284,9 +284,16 @@ def margin_softmax_loss(
     if not (np.isfinite(lam) and lam >= 0):
         raise ValueError(f"lam must be a finite number >= 0; got {lam!r}.")
     sw = check_weights(sample_weight, cos.shape[0])
-    result = pointwise_loss_gradient(
-        cos, y, margin, m, scale, lam=lam, sample_weight=sw / sw.sum()
-    )
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            result = pointwise_loss_gradient(
+                cos, y, margin, m, scale, lam=lam, sample_weight=sw / sw.sum()
+            )
+    except FloatingPointError as exc:
+        raise ValueError(
+            "The logits overflow: the scale (s or norms) times the cosines is "
+            f"beyond the range of {cos.dtype}; lower s or the norms."
+        ) from exc
     return result.loss, result.grad_cos
 
 
@@ -325,14 +332,21 @@ def _check_pointwise_inputs(cos, y, loss, m, s, t, norms, sample_weight):
             raise ValueError("Pass either s or norms (norms replace s), not both.")
         m, _ = margin.resolve(m, None)
         try:
-            scale = np.broadcast_to(np.asarray(norms, dtype=cos.dtype), cos.shape)
-        except ValueError as exc:
+            norms = np.broadcast_to(np.asarray(norms, dtype=np.float64), cos.shape)
+        except (TypeError, ValueError) as exc:
             raise ValueError(
-                f"norms must broadcast to cos's shape {cos.shape}; got shape "
-                f"{np.shape(norms)}."
+                f"norms must be numeric and broadcast to cos's shape {cos.shape}; "
+                f"got {np.shape(norms)}."
             ) from exc
-        if not (np.all(np.isfinite(scale)) and np.all(scale >= 0)):
+        # Checked in float64, before the cast to cos's dtype could overflow.
+        if not (np.all(np.isfinite(norms)) and np.all(norms >= 0)):
             raise ValueError("norms must be finite and non-negative.")
+        if np.any(norms > np.finfo(cos.dtype).max):
+            raise ValueError(
+                f"norms must be representable in cos's dtype {cos.dtype} "
+                f"(at most {np.finfo(cos.dtype).max:.3g})."
+            )
+        scale = norms.astype(cos.dtype)
     return cos, y, margin, m, scale, sample_weight
 
 
