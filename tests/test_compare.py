@@ -1,8 +1,7 @@
 """Tests of ``python -m sklmargin compare``: arguments, data loading, outputs.
 
 Everything runs on tiny data with small feature widths and one BLAS thread, so
-the whole file takes seconds. Tests that need our estimators skip with a reason
-while ``sklmargin.MarginSoftmaxClassifier`` is not importable.
+the whole file takes seconds.
 """
 
 import csv
@@ -13,15 +12,12 @@ import sys
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
-from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
 
-from sklmargin import _compare
+from sklmargin import compare
 from sklmargin.__main__ import main
-from sklmargin._compare import (
+from sklmargin.compare import (
     C_GRID,
     GRID_POINTS,
     ROW_FIELDS,
@@ -29,7 +25,6 @@ from sklmargin._compare import (
     CompareSettings,
     Dataset,
     ModelSpec,
-    ModelUnavailableError,
     check_grid_sizes,
     evaluate_model,
     grid_size,
@@ -37,24 +32,8 @@ from sklmargin._compare import (
     model_registry,
     resolve_models,
 )
-
-
-def _ours_available(class_name):
-    try:
-        import sklmargin
-    except Exception:
-        return False
-    return hasattr(sklmargin, class_name)
-
-
-needs_ours = pytest.mark.skipif(
-    not _ours_available("MarginSoftmaxClassifier"),
-    reason="sklmargin.MarginSoftmaxClassifier is not importable yet",
-)
-needs_kernel = pytest.mark.skipif(
-    not _ours_available("KernelMarginSoftmaxClassifier"),
-    reason="sklmargin.KernelMarginSoftmaxClassifier is not importable yet",
-)
+from sklmargin.compare import models as compare_models
+from sklmargin.compare import protocol as compare_protocol
 
 # Fast and steady: one thread, tiny random-feature width, no progress lines.
 FAST = ["--threads", "1", "--n-components", "20", "-q"]
@@ -160,21 +139,6 @@ def test_model_globs():
         resolve_models("forest:*", model_registry())
 
 
-def test_default_selection_skips_unavailable_ours_with_a_note(monkeypatch):
-    def unavailable(name):
-        raise ModelUnavailableError(f"sklmargin.{name} is not importable")
-
-    monkeypatch.setattr(_compare, "sklmargin_class", unavailable)
-    specs, notes = resolve_models(None, model_registry())
-    assert all(not spec.ours for spec in specs)
-    assert any("skipping margin:am-softmax" in note for note in notes)
-    with pytest.raises(CompareError, match="unavailable"):
-        resolve_models("margin:am-softmax", model_registry())
-    specs, notes = resolve_models("LinearSVC,margin:*", model_registry())
-    assert [spec.name for spec in specs] == ["LinearSVC", "LogisticRegression"]
-    assert sum("skipping margin:" in note for note in notes) == 6
-
-
 def test_usage_errors_return_non_zero(capsys):
     assert main([]) == 2
     assert main(["compare", "--repeats", "0"]) == 2
@@ -256,7 +220,7 @@ def test_npz_without_the_expected_arrays_is_an_error(tmp_path, capsys):
 @pytest.mark.parametrize("pandas", [True, False], ids=["pandas", "csv-module"])
 def test_csv_with_string_target(string_target_csv, tmp_path, pandas, monkeypatch):
     if not pandas:
-        monkeypatch.setattr(_compare, "_pandas_or_none", lambda: None)
+        monkeypatch.setattr(compare.csvfile, "_pandas_or_none", lambda: None)
     output = tmp_path / "out.json"
     args = ["compare", "--csv", str(string_target_csv), "--target", "species"]
     assert main([*args, "--models", PEERS, "--output", str(output), *FAST]) == 0
@@ -270,7 +234,7 @@ def test_csv_with_string_target(string_target_csv, tmp_path, pandas, monkeypatch
 @pytest.mark.parametrize("pandas", [True, False], ids=["pandas", "csv-module"])
 def test_csv_non_numeric_feature_names_the_column(tmp_path, pandas, monkeypatch):
     if not pandas:
-        monkeypatch.setattr(_compare, "_pandas_or_none", lambda: None)
+        monkeypatch.setattr(compare.csvfile, "_pandas_or_none", lambda: None)
     rows = [[1.0, "red", "a"], [2.0, "blue", "b"]] * 10
     path = _write_csv(tmp_path / "c.csv", rows, ["size", "colour", "label"])
     with pytest.raises(CompareError, match="'colour' is not numeric"):
@@ -446,10 +410,9 @@ def test_without_tune_there_are_no_best_params(json_run):
     assert all(row["best_params"] is None for row in rows)
 
 
-# ---- our estimators (skipped until they are importable) -----------------------
+# ---- our estimators ------------------------------------------------------------
 
 
-@needs_ours
 def test_our_linear_estimators_run(npz_dir, tmp_path):
     output = tmp_path / "ours.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
@@ -461,7 +424,6 @@ def test_our_linear_estimators_run(npz_dir, tmp_path):
         assert rows[name]["accuracy"] > 0.5
 
 
-@needs_kernel
 def test_our_kernel_estimator_runs(npz_dir, tmp_path):
     output = tmp_path / "kernel.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
@@ -473,7 +435,6 @@ def test_our_kernel_estimator_runs(npz_dir, tmp_path):
         assert rows[name]["accuracy"] > 0.5
 
 
-@needs_ours
 def test_our_estimators_tune_m_and_s(npz_dir, tmp_path):
     output = tmp_path / "ours.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha", "--tune"]
@@ -494,7 +455,7 @@ def test_warnings_become_short_deduplicated_notes():
             message = f"no convergence after {n_iter} iterations"
             warnings.warn(message, ConvergenceWarning, stacklevel=1)
         warnings.warn("something else", UserWarning, stacklevel=1)
-    notes = _compare.summarize_warnings(caught, "fit")
+    notes = compare.summarize_warnings(caught, "fit")
     assert notes == [
         "fit: ConvergenceWarning (x2): no convergence after 1041 iterations",
         "fit: UserWarning: something else",
@@ -503,64 +464,17 @@ def test_warnings_become_short_deduplicated_notes():
 
 def test_best_params_on_the_grid_edge_are_flagged():
     grid = {"m": [0.1, 0.2, 0.35], "s": [5.0, 10.0, 20.0]}
-    assert _compare._edge_notes({"m": 0.2, "s": 10.0}, grid) == []
-    (note,) = _compare._edge_notes({"m": 0.35, "s": 10.0}, grid)
+    assert compare_protocol._edge_notes({"m": 0.2, "s": 10.0}, grid) == []
+    (note,) = compare_protocol._edge_notes({"m": 0.35, "s": 10.0}, grid)
     assert "m=0.35 in [0.1, 0.35]" in note and "s=" not in note
 
 
-class _StandInKernelClassifier(ClassifierMixin, BaseEstimator):
-    """Stands in for KernelMarginSoftmaxClassifier with its constructor API."""
-
-    def __init__(
-        self,
-        loss="am-softmax",
-        m=None,
-        s=None,
-        t=1.0,
-        C=1.0,
-        gamma="scale",
-        n_components=100,
-        kernel_approximation="orf",
-        tol=1e-4,
-        max_iter=100,
-        random_state=None,
-    ):
-        self.loss = loss
-        self.m = m
-        self.s = s
-        self.t = t
-        self.C = C
-        self.gamma = gamma
-        self.n_components = n_components
-        self.kernel_approximation = kernel_approximation
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-
-    def fit(self, X, y):
-        features = RBFSampler(
-            gamma=self.gamma,
-            n_components=self.n_components,
-            random_state=self.random_state,
-        )
-        self.model_ = make_pipeline(features, LogisticRegression(C=self.C)).fit(X, y)
-        self.classes_ = self.model_.classes_
-        return self
-
-    def predict(self, X):
-        return self.model_.predict(X)
-
-
-def test_kernel_models_are_wired_to_the_kernel_estimator(monkeypatch, npz_dir):
-    real = _compare.sklmargin_class
-
-    def stand_in(name):
-        return _StandInKernelClassifier if name.startswith("Kernel") else real(name)
-
-    monkeypatch.setattr(_compare, "sklmargin_class", stand_in)
+def test_kernel_models_are_wired_to_the_kernel_estimator(npz_dir):
     settings = CompareSettings(n_components=17, tol=1e-3, max_iter=50, random_state=3)
-    pipeline = _compare.build_pipeline(model_registry()["kernel:arcface"], settings)
-    params = pipeline.named_steps["model"].get_params()
+    pipeline = compare.build_pipeline(model_registry()["kernel:arcface"], settings)
+    model = pipeline.named_steps["model"]
+    assert type(model).__name__ == "KernelMarginSoftmaxClassifier"
+    params = model.get_params()
     assert (params["loss"], params["gamma"], params["n_components"]) == (
         "arcface",
         "scale",
@@ -568,8 +482,41 @@ def test_kernel_models_are_wired_to_the_kernel_estimator(monkeypatch, npz_dir):
     )
     assert (params["tol"], params["max_iter"], params["random_state"]) == (1e-3, 50, 3)
 
-    dataset = _compare.load_npz_dir(npz_dir, "alpha")[0]
+    dataset = compare.load_npz_dir(npz_dir, "alpha")[0]
     spec = model_registry()["kernel:am-softmax"]
     row = evaluate_model(spec, dataset, CompareSettings(n_components=20, tune=True))
     assert row["status"] == "ok", row["notes"]
-    assert set(row["best_params"]) == {"m", "s"}
+    assert set(row["best_params"]) == set(spec.grid)
+
+
+def test_every_registered_loss_is_a_model(monkeypatch, capsys):
+    """A loss added to the registry shows up in ``--models list`` unedited."""
+    from sklmargin import _margins
+
+    class Toy(_margins.Margin):
+        name = "toy-loss"
+        search_grid = {"s": tuple(float(s) for s in range(1, 10))}
+
+    registered = _margins.registered_margins()
+    monkeypatch.setattr(
+        compare_models, "registered_margins", lambda: (*registered, Toy())
+    )
+    assert main(["compare", "--models", "list"]) == 0
+    out = capsys.readouterr().out
+    for margin in (*registered, Toy()):
+        assert f"margin:{margin.name}" in out and f"kernel:{margin.name}" in out
+    spec = model_registry()["margin:toy-loss"]
+    assert spec.grid == {"s": [float(s) for s in range(1, 10)]}
+
+
+def test_only_the_invoked_subcommand_is_imported():
+    code = (
+        "import sys; from sklmargin.__main__ import main; "
+        "code = main(['bench-objective', '--help']); "
+        "print(code, 'sklmargin.compare' in sys.modules, "
+        "'sklmargin._bench' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.split()[-3:] == ["0", "False", "True"], result.stderr

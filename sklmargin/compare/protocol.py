@@ -1,0 +1,430 @@
+"""The protocol of ``compare``: tune, time, score, for every model and dataset.
+
+* every model is ``Pipeline([StandardScaler(), model])`` fitted on the training
+  split only; the test split is used once, to score the final fit;
+* tuning, when asked for, is fair: ``GridSearchCV`` with 3-fold stratified CV on
+  the training split and the same number of grid points for every model;
+* fit and predict times are medians over ``repeats`` runs, also reported as
+  ratios against LinearSVC and LogisticRegression measured in the same run.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import statistics
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.metrics import accuracy_score
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import Pipeline
+from threadpoolctl import threadpool_limits
+
+from .datasets import Dataset
+from .models import ModelSpec, build_pipeline
+from .settings import REFERENCE_MODELS, ROW_FIELDS, CompareSettings, plain
+
+
+@contextmanager
+def _recorded_warnings():
+    """Record every warning instead of printing it: they become result notes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
+def summarize_warnings(caught: Iterable[warnings.WarningMessage], where: str) -> list:
+    """Condense recorded warnings into short, de-duplicated notes.
+
+    Parameters
+    ----------
+    caught : iterable of warnings.WarningMessage
+        As recorded by ``warnings.catch_warnings(record=True)``.
+    where : str
+        Prefix of each note ("fit", "tuning").
+
+    Returns
+    -------
+    list of str
+        One note per kind of warning (category and first message line, numbers
+        ignored: "after 1041 iterations" and "after 1038 iterations" are the
+        same warning), showing the first message and a count.
+    """
+    first: dict[tuple[str, str], str] = {}
+    counts: Counter = Counter()
+    for caught_warning in caught:
+        lines = str(caught_warning.message).strip().splitlines()
+        if not lines:
+            continue
+        key = (caught_warning.category.__name__, re.sub(r"\d+", "#", lines[0]))
+        first.setdefault(key, _shorten(lines[0], 150))
+        counts[key] += 1
+    return [
+        f"{where}: {key[0]}{f' (x{n})' if n > 1 else ''}: {first[key]}"
+        for key, n in counts.items()
+    ]
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+@dataclass
+class TuneResult:
+    """Outcome of :func:`tune`.
+
+    Parameters
+    ----------
+    best_params : dict
+        Best parameters with full pipeline paths, for ``set_params``.
+    reported_params : dict
+        The same with the classifier's own parameter names, for the outputs.
+    cv_accuracy : float
+        Mean CV accuracy of the best parameters.
+    tune_time : float
+        Wall time of the whole search, in seconds.
+    notes : list of str
+        Warnings raised during the search.
+    """
+
+    best_params: dict
+    reported_params: dict
+    cv_accuracy: float
+    tune_time: float
+    notes: list = field(default_factory=list)
+
+
+def tune(
+    pipeline: Pipeline,
+    spec: ModelSpec,
+    X: np.ndarray,
+    y: np.ndarray,
+    settings: CompareSettings,
+) -> TuneResult:
+    """Grid-search the parameters of ``spec`` on the training data only.
+
+    ``GridSearchCV`` with stratified ``settings.cv``-fold CV; no refit (the
+    caller refits the best parameters and times that fit separately). A grid
+    point whose fit fails scores NaN and is reported in the notes.
+
+    Parameters
+    ----------
+    pipeline : Pipeline
+        From :func:`build_pipeline`.
+    spec : ModelSpec
+        Provides the grid.
+    X, y : ndarray
+        The training split.
+    settings : CompareSettings
+        Provides ``cv``, ``n_jobs`` and ``random_state``.
+
+    Returns
+    -------
+    TuneResult
+        Best parameters, their CV accuracy and the search time.
+    """
+    # Shuffled folds with a fixed seed: deterministic, and safe on files whose
+    # rows are sorted by class (plain cv=3 would not shuffle).
+    folds = StratifiedKFold(
+        n_splits=settings.cv, shuffle=True, random_state=settings.random_state
+    )
+    search = GridSearchCV(
+        pipeline,
+        spec.param_grid(),
+        scoring="accuracy",
+        cv=folds,
+        n_jobs=settings.n_jobs,
+        refit=False,
+        error_score=np.nan,
+    )
+    with _recorded_warnings() as caught:
+        start = time.perf_counter()
+        search.fit(X, y)
+        elapsed = time.perf_counter() - start
+    best = dict(search.best_params_)
+    reported = {key.rsplit("__", 1)[-1]: plain(value) for key, value in best.items()}
+    notes = summarize_warnings(caught, "tuning") + _edge_notes(reported, spec.grid)
+    return TuneResult(
+        best_params=best,
+        reported_params=reported,
+        cv_accuracy=float(search.best_score_),
+        tune_time=elapsed,
+        notes=notes,
+    )
+
+
+def _edge_notes(best: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> list:
+    """Flag best values on the edge of their grid: the optimum may lie outside."""
+    edges = [
+        f"{key}={best[key]:g} in [{min(values):g}, {max(values):g}]"
+        for key, values in grid.items()
+        if len(values) > 1 and best[key] in (min(values), max(values))
+    ]
+    return [f"tuning: best on the grid's edge: {', '.join(edges)}"] if edges else []
+
+
+def _warm_up(estimator: BaseEstimator, X: np.ndarray, y: np.ndarray) -> None:
+    """Fit and predict once, untimed, on a few rows of each class.
+
+    The first fit of a model in a process pays for lazy imports, caches and
+    thread-pool start-up; without a warm-up that cost lands on whichever model
+    happens to run first.
+    """
+    rows = np.concatenate([np.flatnonzero(y == label)[:5] for label in np.unique(y)])
+    with _recorded_warnings():
+        try:
+            clone(estimator).fit(X[rows], y[rows]).predict(X[rows])
+        except Exception:  # the timed fit reports any real failure
+            pass
+
+
+def time_fit_predict(
+    estimator: BaseEstimator,
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_test: np.ndarray,
+    repeats: int = 1,
+) -> tuple[np.ndarray, float, float]:
+    """Time ``repeats`` fits and predicts of fresh clones of ``estimator``.
+
+    An untimed warm-up fit on a few rows per class comes first.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Unfitted; cloned for every repeat so each fit starts from scratch.
+    X_train, y_train : ndarray
+        Training data.
+    X_test : ndarray
+        Data to predict.
+    repeats : int, default=1
+        Number of fit/predict pairs.
+
+    Returns
+    -------
+    prediction : ndarray
+        Prediction of the first fit (the one that is scored).
+    fit_time : float
+        Median fit time in seconds.
+    predict_time : float
+        Median predict time in seconds.
+    """
+    _warm_up(estimator, X_train, y_train)
+    fit_times, predict_times, first_prediction = [], [], None
+    for _ in range(repeats):
+        model = clone(estimator)
+        # Collect before, not during, each timing: the previous repeat's garbage
+        # should not be charged to this one.
+        gc.collect()
+        start = time.perf_counter()
+        model.fit(X_train, y_train)
+        fit_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        prediction = model.predict(X_test)
+        predict_times.append(time.perf_counter() - start)
+        if first_prediction is None:
+            first_prediction = prediction
+    return (
+        first_prediction,
+        statistics.median(fit_times),
+        statistics.median(predict_times),
+    )
+
+
+# --------------------------------------------------------------------------------
+# Running a comparison.
+# --------------------------------------------------------------------------------
+
+
+def skip_reason(spec: ModelSpec, dataset: Dataset, settings: CompareSettings) -> str:
+    """Return why ``spec`` is skipped on ``dataset`` ("" if it runs)."""
+    if spec.superlinear and dataset.n_train > settings.svc_max_samples:
+        return (
+            f"skipped: n_train={dataset.n_train} > --svc-max-samples="
+            f"{settings.svc_max_samples} (fit cost grows superlinearly with "
+            "n_train; raise the limit to run it)"
+        )
+    return ""
+
+
+def empty_row(spec: ModelSpec, dataset: Dataset, settings: CompareSettings) -> dict:
+    """Return a result row with every field of :data:`ROW_FIELDS`, values unset."""
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(dataset=dataset.name, model=spec.name, repeats=settings.repeats)
+    row.update(dataset.describe())
+    row["notes"] = []
+    return row
+
+
+def evaluate_model(
+    spec: ModelSpec, dataset: Dataset, settings: CompareSettings
+) -> dict[str, Any]:
+    """Tune (optionally), fit, time and score one model on one dataset.
+
+    Never raises for a model failure: the row then has ``status="error"`` and
+    the exception in ``notes``, so one broken model does not end a long run.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The model.
+    dataset : Dataset
+        The split; its test part is predicted, and scored once.
+    settings : CompareSettings
+        Shared settings.
+
+    Returns
+    -------
+    dict
+        A row with the keys of :data:`ROW_FIELDS` (ratios still unset; see
+        :func:`add_ratios`).
+    """
+    row = empty_row(spec, dataset, settings)
+    reason = skip_reason(spec, dataset, settings)
+    if reason:
+        row.update(status="skipped", notes=[reason])
+        return row
+    try:
+        pipeline = build_pipeline(spec, settings)
+        if settings.tune:
+            tuned = tune(pipeline, spec, dataset.X_train, dataset.y_train, settings)
+            pipeline.set_params(**tuned.best_params)
+            row.update(
+                best_params=tuned.reported_params,
+                cv_accuracy=tuned.cv_accuracy,
+                tune_time=tuned.tune_time,
+            )
+            row["notes"].extend(tuned.notes)
+        with _recorded_warnings() as caught:
+            prediction, fit_time, predict_time = time_fit_predict(
+                pipeline,
+                dataset.X_train,
+                dataset.y_train,
+                dataset.X_test,
+                settings.repeats,
+            )
+        row["notes"].extend(summarize_warnings(caught, "fit"))
+        row.update(
+            status="ok",
+            accuracy=float(accuracy_score(dataset.y_test, prediction)),
+            fit_time=fit_time,
+            predict_time=predict_time,
+        )
+    except Exception as exc:  # reported in the row; the run goes on
+        row.update(status="error")
+        row["notes"].append(f"error: {type(exc).__name__}: {exc}")
+    return row
+
+
+def add_ratios(rows: Sequence[dict[str, Any]]) -> None:
+    """Fill the time-ratio fields of the rows of one dataset, in place.
+
+    A ratio is the model's time divided by the reference model's time on the same
+    dataset; it stays ``None`` when either did not run.
+    """
+    references = {
+        row["model"]: row
+        for row in rows
+        if row["model"] in REFERENCE_MODELS and row["status"] == "ok"
+    }
+    for row in rows:
+        for reference in REFERENCE_MODELS:
+            for kind in ("fit", "predict"):
+                ref_row = references.get(reference)
+                ratio = None
+                if row["status"] == "ok" and ref_row and ref_row[f"{kind}_time"] > 0:
+                    ratio = row[f"{kind}_time"] / ref_row[f"{kind}_time"]
+                row[f"{kind}_ratio_vs_{reference}"] = ratio
+
+
+class Progress:
+    """One progress line per fit on a stream (stderr), or nothing when quiet.
+
+    Parameters
+    ----------
+    total : int
+        Number of (dataset, model) pairs.
+    stream : file-like or None
+        Where to write; ``None`` silences the progress.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None):
+        self.total = total
+        self.stream = stream
+        self.count = 0
+        self.start_time = 0.0
+
+    def start(self, dataset: str, model: str) -> None:
+        """Announce the next fit before it starts (long fits show what runs)."""
+        self.count += 1
+        self.start_time = time.perf_counter()
+        self._write(f"[{self.count}/{self.total}] {dataset} / {model} ...")
+
+    def done(self, row: Mapping[str, Any]) -> None:
+        """Finish the line with the outcome and the elapsed time."""
+        elapsed = time.perf_counter() - self.start_time
+        if row["status"] == "ok":
+            outcome = f"acc {100 * row['accuracy']:.2f}%"
+        else:  # skipped or error: say why right away, not only in the table
+            outcome = row["notes"][0] if row["notes"] else row["status"]
+        self._write(f" {elapsed:.1f} s ({outcome})\n")
+
+    def _write(self, text: str) -> None:
+        if self.stream is not None:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+def run_comparison(
+    datasets: Sequence[Dataset],
+    specs: Sequence[ModelSpec],
+    settings: CompareSettings,
+    progress: Progress | None = None,
+    on_dataset_done: Callable[[Dataset, list], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Evaluate every model on every dataset.
+
+    Parameters
+    ----------
+    datasets : sequence of Dataset
+        The splits.
+    specs : sequence of ModelSpec
+        The models; include :data:`REFERENCE_MODELS` to get the time ratios.
+    settings : CompareSettings
+        Shared settings.
+    progress : Progress, default=None
+        Progress reporter; ``None`` for silence.
+    on_dataset_done : callable, default=None
+        Called as ``on_dataset_done(dataset, rows)`` after each dataset, e.g. to
+        print its table and save partial results of a long run.
+
+    Returns
+    -------
+    list of dict
+        One row per (dataset, model), see :data:`ROW_FIELDS`.
+    """
+    all_rows: list[dict[str, Any]] = []
+    # limits=None leaves every thread pool as it is.
+    with threadpool_limits(limits=settings.threads):
+        for dataset in datasets:
+            rows = []
+            for spec in specs:
+                if progress is not None:
+                    progress.start(dataset.name, spec.name)
+                row = evaluate_model(spec, dataset, settings)
+                if progress is not None:
+                    progress.done(row)
+                rows.append(row)
+            add_ratios(rows)
+            all_rows.extend(rows)
+            if on_dataset_done is not None:
+                on_dataset_done(dataset, rows)
+    return all_rows
