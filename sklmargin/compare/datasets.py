@@ -29,6 +29,8 @@ class Dataset:
         Name shown in the table and the output files.
     X_train, y_train, X_test, y_test : ndarray
         The split; features are float, labels of any type.
+    notes : tuple of str, default=()
+        What loading changed or found (columns dropped or encoded), to print.
     """
 
     name: str
@@ -36,6 +38,7 @@ class Dataset:
     y_train: np.ndarray
     X_test: np.ndarray
     y_test: np.ndarray
+    notes: tuple = ()
 
     @property
     def n_train(self) -> int:
@@ -68,7 +71,12 @@ class Dataset:
 
 
 def split_train_test(
-    name: str, X: np.ndarray, y: np.ndarray, test_size: float, random_state: int
+    name: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    test_size: float,
+    random_state: int,
+    notes: Sequence[str] = (),
 ) -> Dataset:
     """Split ``X, y`` into a stratified train/test :class:`Dataset`.
 
@@ -84,6 +92,8 @@ def split_train_test(
         Fraction of samples in the test split, in (0, 1).
     random_state : int
         Seed of the split.
+    notes : sequence of str, default=()
+        Stored with the dataset.
 
     Returns
     -------
@@ -104,7 +114,7 @@ def split_train_test(
         )
     except ValueError as exc:
         raise CompareError(f"{name}: cannot make a stratified split: {exc}") from exc
-    return Dataset(name, X_train, y_train, X_test, y_test)
+    return Dataset(name, X_train, y_train, X_test, y_test, tuple(notes))
 
 
 def select_names(available: Sequence[str], requested: str | None, what: str) -> list:
