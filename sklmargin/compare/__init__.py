@@ -6,6 +6,7 @@ One concern per module:
   :mod:`~sklmargin.compare.csvfile` -- CSV files;
 * :mod:`~sklmargin.compare.models` -- the peers, our models and their grids;
 * :mod:`~sklmargin.compare.protocol` -- tuning, timing, scoring, the run;
+  :mod:`~sklmargin.compare.progress` -- progress lines on stderr;
 * :mod:`~sklmargin.compare.report` -- tables, JSON/CSV results, the plot;
 * :mod:`~sklmargin.compare.cli` -- the command line.
 
@@ -24,12 +25,20 @@ from .models import (
     DEFAULT_MODELS,
     ModelSpec,
     build_pipeline,
-    check_grid_sizes,
     grid_size,
+    grid_size_note,
+    grid_sizes,
     model_registry,
     resolve_models,
 )
-from .protocol import evaluate_model, run_comparison, summarize_warnings, tune
+from .progress import Progress
+from .protocol import (
+    evaluate_model,
+    run_comparison,
+    summarize_warnings,
+    tune,
+    wilson_interval,
+)
 from .report import format_table, plot_results, write_results
 from .settings import (
     GRID_POINTS,
@@ -37,6 +46,7 @@ from .settings import (
     ROW_FIELDS,
     CompareError,
     CompareSettings,
+    format_number,
 )
 
 __all__ = [
@@ -50,10 +60,13 @@ __all__ = [
     "CompareSettings",
     "Dataset",
     "ModelSpec",
+    "Progress",
     "build_pipeline",
     "builtin_datasets",
-    "check_grid_sizes",
+    "grid_size_note",
+    "grid_sizes",
     "evaluate_model",
+    "format_number",
     "format_table",
     "grid_size",
     "load_csv",
@@ -66,5 +79,6 @@ __all__ = [
     "run_compare",
     "summarize_warnings",
     "tune",
+    "wilson_interval",
     "write_results",
 ]

@@ -11,28 +11,35 @@ from typing import Any, TextIO
 
 from .csvfile import load_csv
 from .datasets import BUILTIN_DATASETS, Dataset, builtin_datasets, load_npz_dir
-from .models import format_model_list, model_registry, resolve_models
-from .protocol import Progress, run_comparison
+from .models import (
+    apply_grid_options,
+    format_model_list,
+    grid_size_note,
+    model_registry,
+    resolve_models,
+)
+from .progress import Progress
+from .protocol import run_comparison
 from .report import (
     check_output_path,
-    check_plotting,
+    check_plot_path,
     environment_info,
     format_preamble,
     format_table,
     plot_results,
     write_results,
 )
-from .settings import CompareError, CompareSettings
-
-# --------------------------------------------------------------------------------
+from .settings import CompareError, CompareSettings, format_number, split_list
 
 _EPILOG = """\
 examples:
   sklmargin compare                                  # bundled datasets, seconds
   sklmargin compare --models list                    # the model names
-  sklmargin compare --data ../shared/data --datasets letter,usps --tune
-  sklmargin compare --csv my.csv --target label --models LinearSVC,margin:arcface
-  sklmargin compare --data DIR --repeats 5 --output results.json --plot acc.png
+  sklmargin compare --csv my.csv --target label      # your own data
+  sklmargin compare --csv my.csv --target label --one-hot --drop name,notes
+  sklmargin compare --tune --plot acc.png            # tuned; accuracy vs tuning time
+  sklmargin compare --tune --grid 'margin:am-softmax.s=30,100,300'
+  sklmargin compare --data DIR --repeats 5 --output results.json
 """
 
 
@@ -102,6 +109,18 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )  # fmt: skip
     data.add_argument("--target", metavar="COLUMN", help="label column of --csv")
     data.add_argument(
+        "--drop", metavar="COLS", help="comma-separated columns of --csv to leave out"
+    )
+    data.add_argument(
+        "--keep", metavar="COLS", help="columns of --csv to keep although they look "
+        "like row IDs (by default a column unique per row and integer, or named "
+        "like 'id', is dropped with a note)",
+    )  # fmt: skip
+    data.add_argument(
+        "--one-hot", action="store_true", help="one-hot encode the text columns "
+        "of --csv (default: a text column is an error that names it)",
+    )  # fmt: skip
+    data.add_argument(
         "--datasets", metavar="NAMES", help="comma-separated subset of the datasets "
         "(default: all; 'list' shows them)",
     )  # fmt: skip
@@ -148,6 +167,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "only, same grid size for every model) instead of defaults",
     )  # fmt: skip
     protocol.add_argument(
+        "--grid", action="append", default=[], metavar="MODEL.PARAM=VALUES",
+        help="with --tune: replace one grid, e.g. 'margin:am-softmax.s=30,100,300' "
+        "or 'SVC.gamma/scale=1,4,16' (gamma as multiples of the 'scale' value); "
+        "MODEL may be a glob; repeatable. Grids of different sizes are reported",
+    )  # fmt: skip
+    protocol.add_argument(
         "--n-jobs", type=int, default=1, metavar="N",
         help="n_jobs of GridSearchCV (default: 1)",
     )  # fmt: skip
@@ -167,8 +192,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "rewritten after each dataset",
     )  # fmt: skip
     output.add_argument(
-        "--plot", metavar="FILE", help="save accuracy vs fit time (needs matplotlib)"
-    )
+        "--plot", metavar="FILE", help="save test accuracy (95%% interval) vs fit "
+        "time, or vs tuning time with --tune (.png, .pdf, .svg, ...; needs "
+        "matplotlib)",
+    )  # fmt: skip
     output.add_argument(
         "-q", "--quiet", action="store_true", help="no progress lines on stderr"
     )
@@ -193,14 +220,30 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
 
 def datasets_from_args(args: argparse.Namespace) -> list[Dataset]:
     """Load the datasets selected by ``--data``, ``--csv`` or the default."""
-    if args.target is not None and args.csv is None:
-        raise CompareError("--target only applies to --csv.")
+    csv_only = {
+        "--target": args.target is not None,
+        "--drop": args.drop is not None,
+        "--keep": args.keep is not None,
+        "--one-hot": args.one_hot,
+    }
+    for option, given in csv_only.items():
+        if given and args.csv is None:
+            raise CompareError(f"{option} only applies to --csv.")
     if args.csv is not None:
         if args.target is None:
             raise CompareError("--csv needs --target COLUMN (the label column).")
         if args.datasets is not None:
             raise CompareError("--datasets does not apply to --csv.")
-        return [load_csv(args.csv, args.target, args.test_size, args.random_state)]
+        dataset = load_csv(
+            args.csv,
+            args.target,
+            args.test_size,
+            args.random_state,
+            drop=split_list(args.drop or ""),
+            keep=split_list(args.keep or ""),
+            one_hot=args.one_hot,
+        )
+        return [dataset]
     if args.data is not None:
         return load_npz_dir(args.data, args.datasets)
     return builtin_datasets(args.datasets, args.test_size, args.random_state)
@@ -248,13 +291,20 @@ def run_compare(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
         if args.output is not None:
             check_output_path(args.output, (".json", ".csv"))
         if args.plot is not None:
-            check_plotting()
+            check_plot_path(args.plot)
         specs, notes = resolve_models(args.models, registry)
+        if args.grid:
+            if not args.tune:
+                raise CompareError("--grid only applies with --tune.")
+            specs, grid_notes = apply_grid_options(specs, args.grid, settings)
+            notes += grid_notes
         datasets = datasets_from_args(args)
     except CompareError as exc:
         print(f"sklmargin compare: error: {exc}", file=sys.stderr)
         return 2
 
+    for dataset in datasets:
+        notes += [f"{dataset.name}: {note}" for note in dataset.notes]
     print(format_preamble(datasets, specs, settings), file=out)
     for note in notes:
         print(f"note: {note}", file=out)
@@ -268,6 +318,7 @@ def run_compare(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
         "datasets": [dataset.name for dataset in datasets],
         "notes": notes,
         "grids": {spec.name: dict(spec.grid) for spec in specs} if args.tune else None,
+        "grid_size_warning": grid_size_note(specs) if args.tune else None,
         "environment": environment_info(),
     }
     done_rows: list[dict[str, Any]] = []
@@ -285,11 +336,11 @@ def run_compare(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
-    print(f"\ndone in {time.perf_counter() - start:.1f} s", file=out)
+    print(f"\ndone in {format_number(time.perf_counter() - start)} s", file=out)
     if args.output is not None:
         print(f"results written to {args.output}", file=out)
     if args.plot is not None:
-        plot_results(args.plot, rows)
+        plot_results(args.plot, rows, tuned=settings.tune)
         print(f"plot written to {args.plot}", file=out)
     failed = sorted({row["model"] for row in rows if row["status"] == "error"})
     if failed:

@@ -1,9 +1,15 @@
-"""The models of ``compare``: scikit-learn peers, our estimators, their grids.
+r"""The models of ``compare``: scikit-learn peers, our estimators, their grids.
 
 Our models are built from the loss registry (:func:`sklmargin._margins.
-registered_margins`): every registered loss gives a ``margin:<loss>`` and a
-``kernel:<loss>`` model, tuned over the loss's own ``search_grid``, so a new
-loss shows up here without an edit.
+registered_margins`): every registered loss gives a ``margin:<loss>`` model,
+tuned over the loss's own ``search_grid``, and a ``kernel:<loss>`` model, tuned
+over the kernel width and the loss's logit scale (:func:`kernel_grid`), so a
+new loss shows up here without an edit.
+
+RBF kernel widths are tuned as multiples of the ``"scale"`` value
+:math:`\gamma_0 = 1 / (d \cdot \mathrm{Var}(X))` of the standardised training
+data (the grid key ``"gamma/scale"``, resolved by :meth:`ModelSpec.param_grid`):
+the same multiples for SVC and for our kernel models.
 
 Fairness (DESIGN.md section 8) means every model gets the same number of grid
 points, :data:`~sklmargin.compare.settings.GRID_POINTS`. Grid keys are
@@ -19,11 +25,12 @@ import fnmatch
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.kernel_approximation import Nystroem, RBFSampler
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
@@ -40,13 +47,34 @@ from .settings import (
     split_list,
 )
 
-#: C values of every peer: 9 points, 0.01 to 100.
+#: C values of the linear peers and the feature-map peers: 9 points, 0.01 to 100.
 C_GRID = [float(c) for c in np.logspace(-2, 2, GRID_POINTS)]
+
+#: Grid key of an RBF width given as a multiple of the "scale" value
+#: ``1 / (n_features * Var(X))`` of the standardised training data.
+RELATIVE_GAMMA = "gamma/scale"
+
+#: Multiples of the "scale" gamma tried by SVC and by ``kernel:*``.
+GAMMA_MULTIPLIERS = [0.25, 1.0, 4.0]
+
+#: C values of SVC, crossed with :data:`GAMMA_MULTIPLIERS` (3 x 3 = 9 points).
+SVC_C_GRID = [1.0, 10.0, 100.0]
+
+#: Logit scale s of the ``kernel:*`` models, crossed with
+#: :data:`GAMMA_MULTIPLIERS`. Kernel features have ``|z(x)| ~ 1`` and want a
+#: larger s than raw features; these values are a first choice, to be revised
+#: by a separate study (``benchmarks/tune_kernel_defaults.py``).
+KERNEL_S_GRID = [30.0, 100.0, 300.0]
+
+#: HistGradientBoostingClassifier: learning_rate x max_leaf_nodes, defaults
+#: (0.1, 31) in the middle.
+HGB_GRID = {"learning_rate": [0.03, 0.1, 0.3], "max_leaf_nodes": [15, 31, 63]}
 
 DEFAULT_MODELS = (
     "LinearSVC",
     "LogisticRegression",
     "SVC",
+    "HistGradientBoosting",
     "RBFSampler+LogisticRegression",
     "margin:am-softmax",
     "margin:arcface",
@@ -86,12 +114,58 @@ class ModelSpec:
     superlinear: bool = False
     ours: bool = False
 
-    def param_grid(self) -> dict[str, list]:
-        """Return the grid with the full parameter paths of :func:`build_pipeline`."""
-        return {
-            f"model__{self.classifier_path}{key}": list(values)
-            for key, values in self.grid.items()
-        }
+    def param_grid(self, X: np.ndarray | None = None) -> dict[str, list]:
+        """Return the grid with the full parameter paths of :func:`build_pipeline`.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), default=None
+            The training data; needed to turn ``"gamma/scale"`` multiples into
+            values of ``gamma`` (see :func:`scale_gamma`).
+        """
+        grid = {}
+        for key, values in self.grid.items():
+            if key == RELATIVE_GAMMA:
+                if X is None:
+                    raise ValueError(f"{self.name}: gamma/scale needs the data")
+                gamma = scale_gamma(X)
+                grid[self.path("gamma")] = [factor * gamma for factor in values]
+            else:
+                grid[self.path(key)] = list(values)
+        return grid
+
+    def path(self, key: str) -> str:
+        """Full ``set_params`` name of the classifier's parameter ``key``."""
+        return f"model__{self.classifier_path}{key}"
+
+    def reported_params(
+        self, best: Mapping[str, Any], X: np.ndarray | None = None
+    ) -> dict[str, Any]:
+        """Return the best parameters of a search in the keys of :attr:`grid`.
+
+        ``gamma`` becomes its ``gamma/scale`` multiple again, so that it can be
+        compared with the grid (edge notes) and given back to ``--grid``.
+        """
+        reported = {}
+        for key, values in self.grid.items():
+            if key == RELATIVE_GAMMA:
+                value = best[self.path("gamma")] / scale_gamma(X)
+                reported[key] = min(values, key=lambda factor: abs(factor - value))
+            else:
+                reported[key] = best[self.path(key)]
+        return reported
+
+
+def scale_gamma(X: np.ndarray) -> float:
+    r"""Return the RBF width "scale" of standardised ``X``: :math:`1/(d\,Var(X))`.
+
+    This is scikit-learn's ``gamma="scale"`` (SVC, and our kernel estimator's)
+    computed on ``StandardScaler().fit_transform(X)``, where the whole pipeline
+    sees it; a constant column makes the variance smaller than 1.
+    """
+    X_std = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64))
+    variance = float(X_std.var())
+    return 1.0 / (X_std.shape[1] * variance) if variance > 0 else 1.0
 
 
 def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:
@@ -99,18 +173,29 @@ def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:
     return math.prod(len(values) for values in grid.values())
 
 
-def check_grid_sizes(specs: Iterable[ModelSpec]) -> int:
-    """Check that every model has the same number of grid points and return it.
+def grid_sizes(specs: Iterable[ModelSpec]) -> dict[str, int]:
+    """Return the number of grid points of every model, by name."""
+    return {spec.name: grid_size(spec.grid) for spec in specs}
 
-    Raises
-    ------
-    ValueError
-        If the grids differ in size (tuning would not be fair).
+
+def grid_size_note(specs: Iterable[ModelSpec]) -> str | None:
+    """Say which models have more or fewer grid points than the others.
+
+    Returns
+    -------
+    str or None
+        ``None`` when every grid has the same size (a fair comparison);
+        otherwise a note naming the models off the most common size.
     """
-    sizes = {spec.name: grid_size(spec.grid) for spec in specs}
-    if len(set(sizes.values())) > 1:
-        raise ValueError(f"tuning grids differ in size (unfair comparison): {sizes}")
-    return next(iter(sizes.values()), 0)
+    sizes = grid_sizes(specs)
+    if len(set(sizes.values())) <= 1:
+        return None
+    common = max(set(sizes.values()), key=list(sizes.values()).count)
+    others = ", ".join(f"{name} {n}" for name, n in sizes.items() if n != common)
+    return (
+        f"grids differ in size (not a fair comparison: more points, more "
+        f"chances): {common} points for most models, {others}"
+    )
 
 
 def _logistic_regression(settings: CompareSettings) -> LogisticRegression:
@@ -125,6 +210,10 @@ def _build_linear_svc(settings: CompareSettings) -> LinearSVC:
 
 def _build_svc(settings: CompareSettings) -> SVC:
     return SVC(kernel="rbf", gamma="scale", random_state=settings.random_state)
+
+
+def _build_hgb(settings: CompareSettings) -> HistGradientBoostingClassifier:
+    return HistGradientBoostingClassifier(random_state=settings.random_state)
 
 
 def _build_rbf_sampler_lr(settings: CompareSettings) -> Pipeline:
@@ -185,8 +274,14 @@ def _peer_specs() -> list[ModelSpec]:
             "SVC",
             'SVC(kernel="rbf", gamma="scale"): exact kernel, superlinear in n_train',
             _build_svc,
-            {"C": C_GRID},
+            {"C": SVC_C_GRID, RELATIVE_GAMMA: GAMMA_MULTIPLIERS},
             superlinear=True,
+        ),
+        ModelSpec(
+            "HistGradientBoosting",
+            "HistGradientBoostingClassifier: gradient-boosted trees",
+            _build_hgb,
+            HGB_GRID,
         ),
         ModelSpec(
             "RBFSampler+LogisticRegression",
@@ -223,12 +318,29 @@ def _our_specs() -> list[ModelSpec]:
             f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): random features '
             "(n_components)",
             functools.partial(_build_kernel, margin.name),
-            {key: list(values) for key, values in margin.search_grid.items()},
+            kernel_grid(margin.search_grid),
             ours=True,
         )
         for margin in margins
     ]
     return linear + kernel
+
+
+def kernel_grid(search_grid: Mapping[str, Sequence[float]]) -> dict[str, list]:
+    """Return the 3 x 3 grid of a ``kernel:<loss>`` model from its loss's grid.
+
+    The RBF width (:data:`GAMMA_MULTIPLIERS`, as for SVC) times the loss's logit
+    scale: ``s`` in :data:`KERNEL_S_GRID` when the loss has an ``s``, else three
+    values (smallest, middle, largest) of its first other knob, ``C`` first
+    (softmax, L-Softmax). Margins stay at the loss's defaults: the width and
+    the scale are what the features change.
+    """
+    if "s" in search_grid:
+        return {RELATIVE_GAMMA: list(GAMMA_MULTIPLIERS), "s": list(KERNEL_S_GRID)}
+    key = "C" if "C" in search_grid else next(iter(search_grid))
+    values = sorted(set(search_grid[key]))
+    picked = [values[0], values[len(values) // 2], values[-1]]
+    return {RELATIVE_GAMMA: list(GAMMA_MULTIPLIERS), key: picked}
 
 
 def model_registry() -> dict[str, ModelSpec]:
@@ -338,3 +450,94 @@ def format_model_list(registry: Mapping[str, ModelSpec]) -> str:
         mark = "*" if name in DEFAULT_MODELS else " "
         lines.append(f" {mark} {name:<{width}}  {spec.description}")
     return "\n".join(lines)
+
+
+def parse_grid_option(text: str) -> tuple[str, str, list]:
+    """Split one ``--grid MODEL.PARAM=V1,V2,...`` value.
+
+    ``MODEL`` is a model name or glob (``margin:*``), ``PARAM`` a parameter of
+    its classifier (or ``gamma/scale``); values are integers, floats or words.
+
+    Raises
+    ------
+    CompareError
+        If the value does not have that form.
+    """
+    target, sep, values_text = text.partition("=")
+    model, dot, param = target.strip().partition(".")
+    values = [_grid_value(part) for part in split_list(values_text)]
+    if not (sep and dot and model and param and values):
+        raise CompareError(
+            f"--grid: expected MODEL.PARAM=V1,V2,... (e.g. "
+            f"'margin:am-softmax.s=30,100,300'), got {text!r}."
+        )
+    return model, param.strip(), values
+
+
+def _grid_value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def apply_grid_options(
+    specs: Sequence[ModelSpec], options: Sequence[str], settings: CompareSettings
+) -> tuple[list[ModelSpec], list[str]]:
+    """Replace (or add) grid values of the selected models, ``--grid`` by ``--grid``.
+
+    Parameters
+    ----------
+    specs : sequence of ModelSpec
+        The models of the run.
+    options : sequence of str
+        ``MODEL.PARAM=V1,V2,...`` values (see :func:`parse_grid_option`).
+    settings : CompareSettings
+        To build each classifier once and check that it has ``PARAM``.
+
+    Returns
+    -------
+    specs : list of ModelSpec
+        The models with their new grids.
+    notes : list of str
+        One note per changed grid.
+
+    Raises
+    ------
+    CompareError
+        If a model is not in the run or has no such parameter.
+    """
+    specs = list(specs)
+    by_name = {spec.name: spec for spec in specs}
+    notes = []
+    for option in options:
+        pattern, param, values = parse_grid_option(option)
+        for name in match_model_name(pattern, by_name, "--grid"):
+            spec = by_name[name]
+            estimator = spec.build(settings)
+            prefix = spec.classifier_path
+            known = {
+                key[len(prefix) :]
+                for key in estimator.get_params(deep=True)
+                if key.startswith(prefix) and "__" not in key[len(prefix) :]
+            }
+            if "gamma" in known:
+                known.add(RELATIVE_GAMMA)
+            if param not in known:
+                raise CompareError(
+                    f"--grid: {name} has no parameter {param!r}; its grid: "
+                    f"{', '.join(spec.grid)}; others: {', '.join(sorted(known))}."
+                )
+            grid = dict(spec.grid)
+            if param == RELATIVE_GAMMA:
+                grid.pop("gamma", None)
+            elif param == "gamma":
+                grid.pop(RELATIVE_GAMMA, None)
+            grid[param] = values
+            by_name[name] = replace(spec, grid=grid)
+            notes.append(
+                f"--grid: {name} {param} in {values} ({grid_size(grid)} grid points)"
+            )
+    return [by_name[spec.name] for spec in specs], notes

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -29,8 +29,12 @@ from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
 from .datasets import Dataset
-from .models import ModelSpec, build_pipeline
+from .models import ModelSpec, build_pipeline, grid_size
+from .progress import Progress
 from .settings import REFERENCE_MODELS, ROW_FIELDS, CompareSettings, plain
+
+#: Normal quantile of a two-sided 95% interval.
+_Z95 = 1.959963984540054
 
 
 @contextmanager
@@ -108,6 +112,7 @@ def tune(
     X: np.ndarray,
     y: np.ndarray,
     settings: CompareSettings,
+    on_fit: Callable[[int, int], None] | None = None,
 ) -> TuneResult:
     """Grid-search the parameters of ``spec`` on the training data only.
 
@@ -125,6 +130,10 @@ def tune(
         The training split.
     settings : CompareSettings
         Provides ``cv``, ``n_jobs`` and ``random_state``.
+    on_fit : callable, default=None
+        Called as ``on_fit(done, total)`` after each CV fit is scored (grid
+        points x folds in all), for progress. Only with ``n_jobs=1``: parallel
+        workers cannot call back.
 
     Returns
     -------
@@ -136,10 +145,14 @@ def tune(
     folds = StratifiedKFold(
         n_splits=settings.cv, shuffle=True, random_state=settings.random_state
     )
+    total = grid_size(spec.grid) * settings.cv
+    scoring: Any = "accuracy"
+    if on_fit is not None and settings.n_jobs in (1, None):
+        scoring = _CountingAccuracy(lambda done: on_fit(done, total))
     search = GridSearchCV(
         pipeline,
-        spec.param_grid(),
-        scoring="accuracy",
+        spec.param_grid(X),
+        scoring=scoring,
         cv=folds,
         n_jobs=settings.n_jobs,
         refit=False,
@@ -150,8 +163,10 @@ def tune(
         search.fit(X, y)
         elapsed = time.perf_counter() - start
     best = dict(search.best_params_)
-    reported = {key.rsplit("__", 1)[-1]: plain(value) for key, value in best.items()}
-    notes = summarize_warnings(caught, "tuning") + _edge_notes(reported, spec.grid)
+    reported = plain(spec.reported_params(best, X))
+    notes = summarize_warnings(caught, "tuning") + edge_notes(
+        reported, spec.grid, spec.name
+    )
     return TuneResult(
         best_params=best,
         reported_params=reported,
@@ -161,14 +176,105 @@ def tune(
     )
 
 
-def _edge_notes(best: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> list:
-    """Flag best values on the edge of their grid: the optimum may lie outside."""
-    edges = [
-        f"{key}={best[key]:g} in [{min(values):g}, {max(values):g}]"
-        for key, values in grid.items()
-        if len(values) > 1 and best[key] in (min(values), max(values))
+class _CountingAccuracy:
+    """Accuracy scorer that counts its calls: one call per CV fit scored."""
+
+    def __init__(self, callback: Callable[[int], None]):
+        self.callback = callback
+        self.calls = 0
+
+    def __call__(self, estimator: BaseEstimator, X: np.ndarray, y: np.ndarray):
+        score = float(accuracy_score(y, estimator.predict(X)))
+        self.calls += 1
+        self.callback(self.calls)
+        return score
+
+
+def edge_notes(
+    best: Mapping[str, Any], grid: Mapping[str, Sequence[Any]], model: str = "MODEL"
+) -> list:
+    """Flag best values on the edge of their grid, and say how to widen it.
+
+    The optimum may lie outside the grid. The note suggests a ``--grid`` value
+    of the same size shifted one step past the edge (geometric steps for
+    positive grids), so that the comparison stays fair.
+    """
+    edges, hints = [], []
+    for key, values in grid.items():
+        ordered = sorted(values)
+        if len(ordered) < 2 or best[key] not in (ordered[0], ordered[-1]):
+            continue
+        edges.append(f"{key}={best[key]:g} in [{ordered[0]:g}, {ordered[-1]:g}]")
+        shifted = _shifted_grid(ordered, upward=best[key] == ordered[-1])
+        values_text = ",".join(f"{v:.3g}" for v in shifted) if shifted else "VALUES"
+        hints.append(f"--grid '{model}.{key}={values_text}'")
+    if not edges:
+        return []
+    return [
+        f"tuning: best on the grid's edge: {', '.join(edges)}; the optimum may lie "
+        f"outside: widen or shift the grid with {' '.join(hints)}"
     ]
-    return [f"tuning: best on the grid's edge: {', '.join(edges)}"] if edges else []
+
+
+def _shifted_grid(ordered: Sequence[Any], upward: bool) -> list | None:
+    """Return the grid moved one step past its edge, or None if no step is safe.
+
+    A grid of positive values moves by its ratio (0.25, 1, 4 -> 1, 4, 16);
+    others by their difference, unless that crosses zero downwards (m=0 is
+    usually the end of a margin's domain). Integer grids stay integers.
+    """
+    if upward:
+        step_from, step_to = ordered[-2], ordered[-1]
+    else:
+        step_from, step_to = ordered[1], ordered[0]
+    if all(v > 0 for v in ordered):
+        new = step_to * step_to / step_from
+    else:
+        new = step_to + (step_to - step_from)
+        if not upward and new < 0 <= ordered[0]:
+            return None
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in ordered):
+        new = int(round(new))
+        if new in ordered:
+            return None
+    return [*ordered[1:], new] if upward else [new, *ordered[:-1]]
+
+
+def wilson_interval(correct: int, total: int, z: float = _Z95) -> tuple[float, float]:
+    r"""Wilson score interval of a binomial proportion (95% by default).
+
+    For :math:`k` successes in :math:`n` trials, :math:`\hat p = k / n`:
+
+    .. math::
+
+        \frac{\hat p + z^2/(2n) \pm z \sqrt{\hat p (1 - \hat p)/n + z^2/(4n^2)}}
+             {1 + z^2/n}
+
+    Unlike the normal approximation it stays inside [0, 1] and is not empty
+    at 0% or 100% accuracy (Wilson 1927, JASA 22:209; Brown, Cai & DasGupta
+    2001, Statistical Science 16:101).
+
+    Parameters
+    ----------
+    correct : int
+        Correct predictions.
+    total : int
+        Test samples, > 0.
+    z : float, default=1.96
+        Normal quantile of the confidence level.
+
+    Returns
+    -------
+    low, high : float
+        The interval, as proportions.
+    """
+    if total <= 0:
+        raise ValueError(f"total must be > 0, got {total}")
+    p = correct / total
+    denominator = 1.0 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * np.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
 
 
 def _warm_up(estimator: BaseEstimator, X: np.ndarray, y: np.ndarray) -> None:
@@ -265,7 +371,10 @@ def empty_row(spec: ModelSpec, dataset: Dataset, settings: CompareSettings) -> d
 
 
 def evaluate_model(
-    spec: ModelSpec, dataset: Dataset, settings: CompareSettings
+    spec: ModelSpec,
+    dataset: Dataset,
+    settings: CompareSettings,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Tune (optionally), fit, time and score one model on one dataset.
 
@@ -280,6 +389,8 @@ def evaluate_model(
         The split; its test part is predicted, and scored once.
     settings : CompareSettings
         Shared settings.
+    progress : Progress, default=None
+        Told about every CV fit of the grid search.
 
     Returns
     -------
@@ -295,7 +406,16 @@ def evaluate_model(
     try:
         pipeline = build_pipeline(spec, settings)
         if settings.tune:
-            tuned = tune(pipeline, spec, dataset.X_train, dataset.y_train, settings)
+            on_fit = None
+            if progress is not None:
+                detail = f" ({grid_size(spec.grid)} grid points x {settings.cv} folds)"
+
+                def on_fit(done, total):
+                    progress.tuning(done, total, detail)
+
+            tuned = tune(
+                pipeline, spec, dataset.X_train, dataset.y_train, settings, on_fit
+            )
             pipeline.set_params(**tuned.best_params)
             row.update(
                 best_params=tuned.reported_params,
@@ -312,9 +432,13 @@ def evaluate_model(
                 settings.repeats,
             )
         row["notes"].extend(summarize_warnings(caught, "fit"))
+        correct = int(np.sum(np.asarray(prediction) == np.asarray(dataset.y_test)))
+        low, high = wilson_interval(correct, dataset.n_test)
         row.update(
             status="ok",
-            accuracy=float(accuracy_score(dataset.y_test, prediction)),
+            accuracy=correct / dataset.n_test,
+            accuracy_ci_low=low,
+            accuracy_ci_high=high,
             fit_time=fit_time,
             predict_time=predict_time,
         )
@@ -343,44 +467,6 @@ def add_ratios(rows: Sequence[dict[str, Any]]) -> None:
                 if row["status"] == "ok" and ref_row and ref_row[f"{kind}_time"] > 0:
                     ratio = row[f"{kind}_time"] / ref_row[f"{kind}_time"]
                 row[f"{kind}_ratio_vs_{reference}"] = ratio
-
-
-class Progress:
-    """One progress line per fit on a stream (stderr), or nothing when quiet.
-
-    Parameters
-    ----------
-    total : int
-        Number of (dataset, model) pairs.
-    stream : file-like or None
-        Where to write; ``None`` silences the progress.
-    """
-
-    def __init__(self, total: int, stream: TextIO | None):
-        self.total = total
-        self.stream = stream
-        self.count = 0
-        self.start_time = 0.0
-
-    def start(self, dataset: str, model: str) -> None:
-        """Announce the next fit before it starts (long fits show what runs)."""
-        self.count += 1
-        self.start_time = time.perf_counter()
-        self._write(f"[{self.count}/{self.total}] {dataset} / {model} ...")
-
-    def done(self, row: Mapping[str, Any]) -> None:
-        """Finish the line with the outcome and the elapsed time."""
-        elapsed = time.perf_counter() - self.start_time
-        if row["status"] == "ok":
-            outcome = f"acc {100 * row['accuracy']:.2f}%"
-        else:  # skipped or error: say why right away, not only in the table
-            outcome = row["notes"][0] if row["notes"] else row["status"]
-        self._write(f" {elapsed:.1f} s ({outcome})\n")
-
-    def _write(self, text: str) -> None:
-        if self.stream is not None:
-            self.stream.write(text)
-            self.stream.flush()
 
 
 def run_comparison(
@@ -419,7 +505,7 @@ def run_comparison(
             for spec in specs:
                 if progress is not None:
                     progress.start(dataset.name, spec.name)
-                row = evaluate_model(spec, dataset, settings)
+                row = evaluate_model(spec, dataset, settings, progress)
                 if progress is not None:
                     progress.done(row)
                 rows.append(row)

@@ -16,23 +16,26 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 from .datasets import Dataset
-from .models import ModelSpec, check_grid_sizes
-from .settings import ROW_FIELDS, CompareError, CompareSettings, plain
+from .models import ModelSpec, grid_size_note, grid_sizes
+from .settings import (
+    ROW_FIELDS,
+    CompareError,
+    CompareSettings,
+    format_number,
+    plain,
+)
 
 _SHORT_REFERENCE_NAMES = {"LinearSVC": "LinSVC", "LogisticRegression": "LogReg"}
 
 
-def _format_number(value: float | None) -> str:
-    """Three significant digits, without exponent below 1000."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if abs(value) >= 1000:
-        return f"{value:.0f}"
-    return f"{value:.3g}"
-
-
 def _format_percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
+
+
+def _format_interval(row: Mapping[str, Any]) -> str:
+    if row.get("accuracy_ci_low") is None:
+        return "-"
+    return f"{100 * row['accuracy_ci_low']:.1f}-{100 * row['accuracy_ci_high']:.1f}"
 
 
 def _format_params(params: Mapping[str, Any] | None) -> str:
@@ -92,7 +95,7 @@ def format_table(
     str
         The block.
     """
-    header = ["model", "acc %", "fit s", "predict s"]
+    header = ["model", "acc %", "95% CI", "fit s", "predict s"]
     for kind in ("fit", "pred"):
         header += [f"{kind}/{short}" for short in _SHORT_REFERENCE_NAMES.values()]
     if tuned:
@@ -103,18 +106,19 @@ def format_table(
         cells = [
             row["model"],
             accuracy or row["status"],
-            _format_number(row["fit_time"]),
-            _format_number(row["predict_time"]),
+            _format_interval(row),
+            format_number(row["fit_time"]),
+            format_number(row["predict_time"]),
         ]
         for kind in ("fit", "predict"):
             cells += [
-                _format_number(row[f"{kind}_ratio_vs_{reference}"])
+                format_number(row[f"{kind}_ratio_vs_{reference}"])
                 for reference in _SHORT_REFERENCE_NAMES
             ]
         if tuned:
             cells += [
                 _format_percent(row["cv_accuracy"]),
-                _format_number(row["tune_time"]),
+                format_number(row["tune_time"]),
                 _format_params(row["best_params"]),
             ]
         lines.append(cells)
@@ -154,15 +158,22 @@ def format_preamble(
         "RBFSampler/Nystroem+LogisticRegression and kernel:*, RBF gamma='scale'; "
         f"random_state={settings.random_state} everywhere; "
         f"BLAS/OpenMP threads: {_describe_threads(settings.threads)}",
+        "accuracy: on the test split, with its 95% confidence interval (Wilson "
+        "score interval for n_test rows; overlapping intervals = no clear winner)",
     ]
     if settings.tune:
-        points = check_grid_sizes(specs)
+        sizes = set(grid_sizes(specs).values())
+        points = f"{sizes.pop()} grid points per model" if len(sizes) == 1 else ""
         lines.append(
             f"tuning: GridSearchCV, {settings.cv}-fold stratified CV on the "
-            f"training split, {points} grid points per model (peers: C; ours: "
-            "(m, s), or C for softmax, s for normface); best params refitted on "
-            "the whole training split, then timed"
+            f"training split, {points or 'grids of different sizes'} (peers: C, "
+            "SVC: C x gamma, HGB: learning_rate x max_leaf_nodes; ours: the "
+            "loss's grid, kernel:* gamma x s; gamma as multiples of the 'scale' "
+            "value); best params refitted on the whole training split, then timed"
         )
+        note = grid_size_note(specs)
+        if note is not None:
+            lines.append(f"WARNING: {note}")
     else:
         lines.append("tuning: off (default hyper-parameters; --tune to tune)")
     return "\n".join(lines)
@@ -187,22 +198,25 @@ def environment_info() -> dict[str, Any]:
     }
 
 
-def check_output_path(path: str | os.PathLike, suffixes: Sequence[str]) -> None:
+def check_output_path(
+    path: str | os.PathLike, suffixes: Sequence[str], option: str = "--output"
+) -> None:
     """Fail early (before a long run) if results could not be written to ``path``.
 
     Raises
     ------
     CompareError
-        If the suffix is not one of ``suffixes`` or the folder does not exist.
+        If the suffix is not one of ``suffixes`` or the folder does not exist;
+        the message starts with ``option``.
     """
     path = Path(path)
     if path.suffix.lower() not in suffixes:
         raise CompareError(
-            f"cannot tell the format of {str(path)!r}: use one of "
+            f"{option}: cannot tell the format of {str(path)!r}: use one of "
             f"{', '.join(suffixes)}."
         )
     if not path.parent.is_dir():
-        raise CompareError(f"folder {str(path.parent)!r} does not exist.")
+        raise CompareError(f"{option}: folder {str(path.parent)!r} does not exist.")
 
 
 def write_results(
@@ -256,8 +270,30 @@ def check_plotting() -> None:
         )
 
 
-def plot_results(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Save accuracy against fit time, one subplot per dataset (log-x).
+def check_plot_path(path: str | os.PathLike) -> None:
+    """Fail before the run if the plot could not be saved to ``path``.
+
+    Raises
+    ------
+    CompareError
+        If matplotlib is missing, the extension is not an image format
+        matplotlib can write, or the folder does not exist.
+    """
+    check_plotting()
+    from matplotlib.figure import Figure
+
+    formats = sorted(Figure().canvas.get_supported_filetypes())
+    check_output_path(path, [f".{fmt}" for fmt in formats], option="--plot")
+
+
+def plot_results(
+    path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], tuned: bool = False
+) -> None:
+    """Save test accuracy (95% interval as error bars) against time, per dataset.
+
+    The time axis (log scale) is the tuning time when ``tuned`` -- what a grid
+    search costs -- else the fit time. Every point is labelled with its model;
+    the legend sits below the panels, clear of titles and data.
 
     Parameters
     ----------
@@ -265,17 +301,19 @@ def plot_results(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> 
         Image file; its extension picks the format (png, pdf, svg, ...).
     rows : sequence of dict
         From :func:`run_comparison`; rows that did not run are left out.
+    tuned : bool, default=False
+        Plot the tuning time instead of the fit time.
     """
     check_plotting()
     # Figure without pyplot: no GUI backend, no global state, safe in scripts.
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    ran = [row for row in rows if row["status"] == "ok"]
+    time_key = "tune_time" if tuned else "fit_time"
+    ran = [row for row in rows if row["status"] == "ok" and row.get(time_key)]
     datasets = list(dict.fromkeys(row["dataset"] for row in rows))
     models = list(dict.fromkeys(row["model"] for row in ran))
-    # One colour and marker per model across all subplots, explained by a single
-    # legend: labels next to points collide when models have similar times.
+    # One colour and marker per model across all panels.
     style = {
         model: {
             "color": f"C{i % 10}",
@@ -285,17 +323,32 @@ def plot_results(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> 
     }
     n_cols = min(3, max(1, len(datasets)))
     n_rows = math.ceil(len(datasets) / n_cols)
-    fig = Figure(figsize=(4.5 * n_cols + 2.5, 3.6 * n_rows), layout="constrained")
+    fig = Figure(figsize=(5.2 * n_cols, 4.2 * n_rows + 1.2), layout="constrained")
     axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
     for ax, dataset in zip(axes[: len(datasets)], datasets, strict=True):
         for row in (r for r in ran if r["dataset"] == dataset):
-            ax.scatter(
-                row["fit_time"],
-                100 * row["accuracy"],
-                label=row["model"],
-                s=40,
+            accuracy = 100 * row["accuracy"]
+            low = 100 * (row.get("accuracy_ci_low") or row["accuracy"])
+            high = 100 * (row.get("accuracy_ci_high") or row["accuracy"])
+            ax.errorbar(
+                row[time_key],
+                accuracy,
+                # clipped: rounding can put the interval a hair inside the point
+                yerr=[[max(0.0, accuracy - low)], [max(0.0, high - accuracy)]],
+                linestyle="none",
+                markersize=6,
+                capsize=2,
+                elinewidth=0.8,
                 alpha=0.85,
                 **style[row["model"]],
+            )
+            ax.annotate(
+                _short_model_name(row["model"]),
+                (row[time_key], accuracy),
+                xytext=(4, 3),
+                textcoords="offset points",
+                fontsize=7,
+                color=style[row["model"]]["color"],
             )
         ax.set_xscale("log")
         # Ticks at 1, 2, 5 x 10^k in plain numbers: runs often span < 1 decade.
@@ -303,12 +356,35 @@ def plot_results(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> 
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(dataset)
-        ax.set_xlabel("fit time [s]")
-        ax.set_ylabel("test accuracy [%]")
+        ax.set_xlabel("tuning time [s]" if tuned else "fit time [s]")
+        ax.set_ylabel("test accuracy [%] (95% interval)")
         ax.grid(True, which="major", alpha=0.3)
+        ax.margins(x=0.15)  # room for the labels of the right-most points
     for ax in axes[len(datasets) :]:
         ax.set_visible(False)
-    handles = [axes[0].scatter([], [], label=model, **style[model]) for model in models]
-    fig.legend(handles=handles, loc="outside right upper", fontsize="small")
-    fig.suptitle("accuracy vs fit time (squares: scikit-learn, circles: sklmargin)")
+    handles = [
+        axes[0].errorbar([], [], linestyle="none", label=model, **style[model])
+        for model in models
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(4, max(1, len(models))),
+        fontsize="small",
+        frameon=False,
+    )
+    what = "grid-search time" if tuned else "fit time"
+    fig.suptitle(
+        f"test accuracy vs {what} (squares: scikit-learn, circles: sklmargin; "
+        "bars: Wilson 95% interval)"
+    )
     fig.savefig(path, dpi=120)
+
+
+def _short_model_name(model: str) -> str:
+    """Point labels: shorter than the legend's names, still unambiguous."""
+    return (
+        model.replace("+LogisticRegression", "+LR")
+        .replace("LogisticRegression", "LogReg")
+        .replace("HistGradientBoosting", "HGB")
+    )

@@ -22,6 +22,8 @@ ROW_FIELDS = (
     "model",
     "status",
     "accuracy",
+    "accuracy_ci_low",
+    "accuracy_ci_high",
     "fit_time",
     "predict_time",
     "fit_ratio_vs_LinearSVC",
@@ -106,3 +108,23 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
     return value
+
+
+def format_number(value: float | None) -> str:
+    """Three significant digits, never an exponent: one rule for every time.
+
+    ``0.00439``, ``0.0439``, ``4.39``, ``43.9``, ``439``; values of 1000 and
+    more are rounded to integers (``4391``); ``None`` and NaN print as ``-``.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    decimals = 2 - math.floor(math.log10(abs(value)))
+    text = f"{value:.{decimals}f}"
+    # rounding can gain a digit (9.996 -> "10.00"): redo at the new magnitude
+    if len(text.replace("-", "").replace(".", "").lstrip("0")) > 3 and decimals > 0:
+        text = f"{value:.{decimals - 1}f}"
+    return text
