@@ -658,3 +658,22 @@ def test_accuracy_interval_in_json_and_table(json_run, npz_dir, capsys):
 )
 def test_one_precision_rule_for_times(value, text):
     assert compare.format_number(value) == text
+
+
+def test_models_list_shows_every_grid(capsys):
+    assert main(["compare", "--models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "grid: C {1, 10, 100} x gamma/scale {0.25, 1, 4}" in out
+    assert "grid: gamma/scale {0.25, 1, 4} x s {30, 100, 300}" in out
+    assert out.count("grid: ") == len(model_registry())
+
+
+def test_default_run_warms_up_each_model_once(monkeypatch, npz_dir):
+    calls = []
+    monkeypatch.setattr(
+        compare_protocol, "_warm_up", lambda estimator, X, y: calls.append(1)
+    )
+    datasets = compare.load_npz_dir(npz_dir)
+    specs, _ = resolve_models(PEERS, model_registry())
+    compare.run_comparison(datasets, specs, CompareSettings(n_components=20))
+    assert len(datasets) == 2 and len(calls) == len(specs)

@@ -128,9 +128,11 @@ def load_csv(
         examples = ", ".join(
             f"{name!r} (e.g. {_first_text(values)!r})" for name, values in text.items()
         )
+        which = "text column" if len(text) == 1 else "text columns"
+        verb, them = ("is", "it") if len(text) == 1 else ("are", "them")
         raise CompareError(
-            f"text column(s) {examples} are not numeric: add --one-hot to one-hot "
-            f"encode them, or --drop {','.join(text)} to leave them out."
+            f"{which} {examples} {verb} not numeric: add --one-hot to one-hot "
+            f"encode {them}, or --drop {','.join(text)} to leave {them} out."
         )
     for name, values in text.items():
         features.update(_one_hot(name, values))

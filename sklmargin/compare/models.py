@@ -443,12 +443,17 @@ def build_pipeline(spec: ModelSpec, settings: CompareSettings) -> Pipeline:
 
 
 def format_model_list(registry: Mapping[str, ModelSpec]) -> str:
-    """Return the text of ``--models list``: names and descriptions."""
+    """Return the text of ``--models list``: names, descriptions, tuning grids."""
     width = max(map(len, registry))
-    lines = ["available models (* = default set):"]
+    lines = ["available models (* = default set; grid = what --tune searches):"]
     for name, spec in registry.items():
         mark = "*" if name in DEFAULT_MODELS else " "
+        grid = " x ".join(
+            f"{key} {{{', '.join(f'{v:.3g}' for v in values)}}}"
+            for key, values in spec.grid.items()
+        )
         lines.append(f" {mark} {name:<{width}}  {spec.description}")
+        lines.append(f"   {'':<{width}}    grid: {grid}")
     return "\n".join(lines)
 
 

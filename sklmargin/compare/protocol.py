@@ -298,10 +298,11 @@ def time_fit_predict(
     y_train: np.ndarray,
     X_test: np.ndarray,
     repeats: int = 1,
+    warm_up: bool = True,
 ) -> tuple[np.ndarray, float, float]:
     """Time ``repeats`` fits and predicts of fresh clones of ``estimator``.
 
-    An untimed warm-up fit on a few rows per class comes first.
+    An untimed warm-up fit on a few rows per class comes first (``warm_up``).
 
     Parameters
     ----------
@@ -313,6 +314,8 @@ def time_fit_predict(
         Data to predict.
     repeats : int, default=1
         Number of fit/predict pairs.
+    warm_up : bool, default=True
+        Whether to warm up first; once per model and process is enough.
 
     Returns
     -------
@@ -323,7 +326,8 @@ def time_fit_predict(
     predict_time : float
         Median predict time in seconds.
     """
-    _warm_up(estimator, X_train, y_train)
+    if warm_up:
+        _warm_up(estimator, X_train, y_train)
     fit_times, predict_times, first_prediction = [], [], None
     for _ in range(repeats):
         model = clone(estimator)
@@ -375,6 +379,7 @@ def evaluate_model(
     dataset: Dataset,
     settings: CompareSettings,
     progress: Progress | None = None,
+    warm_up: bool = True,
 ) -> dict[str, Any]:
     """Tune (optionally), fit, time and score one model on one dataset.
 
@@ -391,6 +396,9 @@ def evaluate_model(
         Shared settings.
     progress : Progress, default=None
         Told about every CV fit of the grid search.
+    warm_up : bool, default=True
+        Fit once, untimed, on a few rows first (see :func:`time_fit_predict`);
+        a run does it on its first dataset only.
 
     Returns
     -------
@@ -430,6 +438,7 @@ def evaluate_model(
                 dataset.y_train,
                 dataset.X_test,
                 settings.repeats,
+                warm_up,
             )
         row["notes"].extend(summarize_warnings(caught, "fit"))
         correct = int(np.sum(np.asarray(prediction) == np.asarray(dataset.y_test)))
@@ -498,14 +507,29 @@ def run_comparison(
         One row per (dataset, model), see :data:`ROW_FIELDS`.
     """
     all_rows: list[dict[str, Any]] = []
+    # Objects alive now (modules, data) move to the permanent generation: the
+    # collection before each timed fit then scans only what the run creates
+    # (measured: 0.18 s per collection without this, 36 of them by default).
+    gc.collect()
+    gc.freeze()
+    try:
+        _run(datasets, specs, settings, progress, on_dataset_done, all_rows)
+    finally:
+        gc.unfreeze()
+    return all_rows
+
+
+def _run(datasets, specs, settings, progress, on_dataset_done, all_rows) -> None:
     # limits=None leaves every thread pool as it is.
     with threadpool_limits(limits=settings.threads):
-        for dataset in datasets:
+        for index, dataset in enumerate(datasets):
             rows = []
             for spec in specs:
                 if progress is not None:
                     progress.start(dataset.name, spec.name)
-                row = evaluate_model(spec, dataset, settings, progress)
+                row = evaluate_model(
+                    spec, dataset, settings, progress, warm_up=index == 0
+                )
                 if progress is not None:
                     progress.done(row)
                 rows.append(row)
@@ -513,4 +537,3 @@ def run_comparison(
             all_rows.extend(rows)
             if on_dataset_done is not None:
                 on_dataset_done(dataset, rows)
-    return all_rows
