@@ -413,9 +413,13 @@ def test_best_params_on_the_grid_edge_are_flagged_with_a_way_out():
     assert "s=60 in [15, 60]" in note and "m=" not in note
     # same size, shifted one geometric step past the edge
     assert "--grid 'margin:am-softmax.s=30,60,120'" in note
+    # m=0 (no margin) ends the domain: not an edge to widen
     (note,) = edge_notes({"m": 0.0, "s": 15.0}, grid, "margin:am-softmax")
-    assert "--grid 'margin:am-softmax.s=7.5,15,30'" in note
-    assert "--grid 'margin:am-softmax.m=VALUES'" in note  # m < 0 is no suggestion
+    assert "--grid 'margin:am-softmax.s=7.5,15,30'" in note and "m=" not in note
+    (note,) = edge_notes({"C": 100.0}, {"C": [1.0, 10.0, 100.0]}, "SVC")
+    assert "--grid 'SVC.C=10,100,1000'" in note
+    (note,) = edge_notes({"x": 1.0}, {"x": [-1.0, 0.0, 1.0]}, "M")
+    assert "--grid 'M.x=0,1,2'" in note
     # integer grids stay integer
     (note,) = edge_notes({"max_leaf_nodes": 63}, {"max_leaf_nodes": [15, 31, 63]})
     assert "max_leaf_nodes=31,63,128'" in note

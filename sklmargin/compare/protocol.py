@@ -204,9 +204,11 @@ def edge_notes(
         ordered = sorted(values)
         if len(ordered) < 2 or best[key] not in (ordered[0], ordered[-1]):
             continue
+        if best[key] == ordered[0] == 0:
+            continue  # zero (no margin) is the end of the domain, not of the grid
         edges.append(f"{key}={best[key]:g} in [{ordered[0]:g}, {ordered[-1]:g}]")
         shifted = _shifted_grid(ordered, upward=best[key] == ordered[-1])
-        values_text = ",".join(f"{v:.3g}" for v in shifted) if shifted else "VALUES"
+        values_text = ",".join(map(_grid_text, shifted)) if shifted else "VALUES"
         hints.append(f"--grid '{model}.{key}={values_text}'")
     if not edges:
         return []
@@ -214,6 +216,13 @@ def edge_notes(
         f"tuning: best on the grid's edge: {', '.join(edges)}; the optimum may lie "
         f"outside: widen or shift the grid with {' '.join(hints)}"
     ]
+
+
+def _grid_text(value: Any) -> str:
+    """Return a grid value for the command line: 3 digits, no exponent."""
+    if isinstance(value, int) or abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.3g}" if "e" not in f"{value:.3g}" else f"{value:.6f}".rstrip("0")
 
 
 def _shifted_grid(ordered: Sequence[Any], upward: bool) -> list | None:
