@@ -89,10 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="accuracy and fit/predict time of sklmargin vs scikit-learn",
         description=(
             "Compare sklmargin's classifiers with LinearSVC, LogisticRegression,\n"
-            "SVC and kernel approximations: test accuracy, fit and predict time,\n"
-            "and time ratios against LinearSVC and LogisticRegression measured in\n"
-            "the same run. Without --data/--csv: scikit-learn's bundled digits,\n"
-            "wine, breast_cancer and iris, each with a stratified split."
+            "SVC, HistGradientBoosting and kernel approximations: test accuracy\n"
+            "with its 95% Wilson interval, fit and predict time, and time ratios\n"
+            "against LinearSVC and LogisticRegression measured in the same run.\n"
+            "Without --data/--csv: scikit-learn's bundled digits, wine,\n"
+            "breast_cancer and iris, each with a stratified split."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -104,8 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "X_test, y_test), sorted by name",
     )  # fmt: skip
     source.add_argument(
-        "--csv", metavar="FILE", help="a CSV file with a header row and numeric "
-        "features (needs --target)",
+        "--csv", metavar="FILE", help="a CSV file with a header row (needs "
+        "--target; delimiter sniffed)",
     )  # fmt: skip
     data.add_argument("--target", metavar="COLUMN", help="label column of --csv")
     data.add_argument(
