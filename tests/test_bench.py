@@ -6,6 +6,7 @@ Sizes are tiny; no timing is asserted (timings are the scripts' business).
 import json
 import math
 
+import numpy as np
 import pytest
 
 from sklmargin import _bench
@@ -70,3 +71,60 @@ def test_bad_arguments_are_usage_errors(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "error" in err and "Traceback" not in err
+
+
+def _benchmarks_common():
+    """``benchmarks/_common.py``, imported the way the scripts import it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "_common.py"
+    spec = importlib.util.spec_from_file_location("_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_helper_ranks_failures_last_and_shares_ties():
+    common = _benchmarks_common()
+    acc = np.array([[0.9, 0.5], [np.nan, 0.7], [0.9, 0.6]])
+    ranks = common.rank_columns(acc)
+    assert ranks.tolist() == [[1.5, 3.0], [3.0, 1.0], [1.5, 2.0]]
+    assert common.pct(0.9123) == "91.2" and common.pct(np.nan) == "fail"
+
+
+def test_benchmark_helper_loads_data_and_says_what_is_missing(tmp_path, capsys):
+    common = _benchmarks_common()
+    assert common.DEFAULT_DATA == common.REPO.parent / "shared" / "data"
+    X, y, n_original = common.load_training_split("iris", tmp_path, 60, seed=0)
+    assert X.shape == (60, 4) and n_original == 150
+    assert np.bincount(y).tolist() == [20, 20, 20]  # stratified subsample
+    rng = np.random.default_rng(0)
+    np.savez(
+        tmp_path / "toy.npz",
+        X_train=rng.normal(size=(8, 2)),
+        y_train=np.arange(8) % 2,
+        X_test=rng.normal(size=(4, 2)),
+        y_test=np.arange(4) % 2,
+    )
+    assert common.npz_names(tmp_path) == ["toy"]
+    assert [a.shape for a in common.load_split(tmp_path, "toy")] == [
+        (8, 2),
+        (8,),
+        (4, 2),
+        (4,),
+    ]
+    with pytest.raises(SystemExit, match="no letter in"):
+        common.npz_names(tmp_path, ["toy", "letter"])
+    with pytest.raises(SystemExit, match="point --data at"):
+        common.load_training_split("letter", tmp_path, 100, 0)
+    with common.pinned_blas(1):
+        pass
+    assert "pinned to 1" in capsys.readouterr().out
+
+
+def test_benchmark_helper_writes_numpy_values_as_json(tmp_path):
+    common = _benchmarks_common()
+    path = tmp_path / "deep" / "raw.json"
+    common.write_json(path, {"acc": np.array([0.5, 1.0]), "n": np.int64(3)})
+    assert json.loads(path.read_text()) == {"acc": [0.5, 1.0], "n": 3}
