@@ -2,7 +2,9 @@
 
 5-fold stratified cross-validation (``StratifiedKFold(5, shuffle=True,
 random_state=seed)``, the same folds for every model) of
-``Pipeline([StandardScaler(), model])`` on the whole digits data set, for
+``Pipeline([StandardScaler(), model])`` on the whole digits data set (or, with
+``--dataset NAME``, another bundled data set or the training split of
+``NAME.npz`` in ``--data``), for
 
 * ``MarginSoftmaxClassifier`` with every loss (softmax, normface, am-softmax,
   arcface, l-softmax, a-softmax) and am-softmax with SV-Softmax ``t=1.2``, each at
@@ -27,15 +29,13 @@ Examples
 --------
 ::
 
-    /tmp/venv/bin/python benchmarks/digits_table.py
+    python benchmarks/digits_table.py
+    python benchmarks/digits_table.py --dataset vowel --no-append
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import statistics
 import sys
 import time
@@ -43,19 +43,23 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import sklearn
-from sklearn.datasets import load_digits
+from _common import (
+    REPO,
+    add_data_argument,
+    command_line,
+    load_training_split,
+    machine,
+    now,
+    pinned_blas,
+    versions,
+)
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
-from threadpoolctl import threadpool_limits
 
-import sklmargin
 from sklmargin import MarginSoftmaxClassifier
-
-REPO = Path(__file__).resolve().parent.parent
 
 #: Defaults recommended by ``benchmarks/tune_defaults.py`` (best mean rank over
 #: 12 data sets, see ``benchmarks/results_defaults.md``); softmax has nothing to
@@ -174,23 +178,22 @@ def run(models, X, y, folds, repeats):
     return records
 
 
-def format_table(models, records, args, elapsed):
+def format_table(models, records, args, elapsed, shape):
     """Markdown section with the table."""
     lr_time = statistics.median(
         records["LogisticRegression", "0.0001 (default)"]["time"]
     )
-    now = datetime.datetime.now().astimezone()
+    n_samples, n_features, n_classes = shape
     lines = [
-        "## digits: every loss next to LogisticRegression and LinearSVC",
+        f"## {args.dataset}: every loss next to LogisticRegression and LinearSVC",
         "",
-        f"- date: {now:%Y-%m-%d %H:%M %Z}",
-        f"- machine: {os.cpu_count()} cores ({platform.machine()}, "
-        f"{platform.system()}), BLAS threads limited to {args.blas_threads}, "
+        f"- date: {now()}",
+        f"- machine: {machine()}, BLAS threads limited to {args.blas_threads}, "
         "one process, other jobs sharing the machine",
-        f"- command: `{' '.join([Path(sys.executable).as_posix()] + sys.argv)}`",
-        f"- versions: sklmargin {sklmargin.__version__}, scikit-learn "
-        f"{sklearn.__version__}, numpy {np.__version__}",
-        f"- protocol: sklearn digits (1797 x 64, 10 classes), 5-fold "
+        f"- command: `{command_line()}`",
+        f"- versions: {versions()}",
+        f"- protocol: {args.dataset} ({n_samples} x {n_features}, {n_classes} "
+        "classes), 5-fold "
         f"`StratifiedKFold(shuffle=True, random_state={args.seed})`, "
         "`Pipeline(StandardScaler(), model)`; hyper-parameters: "
         + (
@@ -234,6 +237,13 @@ def parse_args(argv=None):
         default="recommended",
         help="hyper-parameters of our losses (default: recommended)",
     )
+    parser.add_argument(
+        "--dataset",
+        default="digits",
+        help="bundled data set (digits, wine, breast_cancer, iris) or NAME.npz in "
+        "--data, whose training split is used (default: digits)",
+    )
+    add_data_argument(parser)
     parser.add_argument("--repeats", type=int, default=3, help="fits per fold (3)")
     parser.add_argument("--seed", type=int, default=0, help="fold seed (0)")
     parser.add_argument(
@@ -259,13 +269,14 @@ def parse_args(argv=None):
 def main(argv=None):
     """Run the table, print it and append it to the results file."""
     args = parse_args(argv)
-    X, y = load_digits(return_X_y=True)
+    X, y, _ = load_training_split(args.dataset, args.data, sys.maxsize, args.seed)
     folds = list(StratifiedKFold(5, shuffle=True, random_state=args.seed).split(X, y))
     models = build_models(args.params, alternatives=not args.no_alternatives)
     start = time.perf_counter()
-    with threadpool_limits(args.blas_threads):
+    with pinned_blas(args.blas_threads):
         records = run(models, X, y, folds, args.repeats)
-    table = format_table(models, records, args, time.perf_counter() - start)
+    shape = (X.shape[0], X.shape[1], len(np.unique(y)))
+    table = format_table(models, records, args, time.perf_counter() - start, shape)
     print(table)
     if not args.no_append:
         with open(args.output, "a", encoding="utf-8") as handle:

@@ -15,36 +15,35 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from pathlib import Path
 
-import numpy as np
+from _common import add_data_argument, load_split, npz_names, pinned_blas
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
 
 from sklmargin import MarginSoftmaxClassifier
+from sklmargin._margins import registered_margins
 
-LOSSES = "softmax,normface,am-softmax,arcface,l-softmax,a-softmax"
+#: Every registered loss, so that a new one is measured without an edit here.
+LOSSES = ",".join(margin.name for margin in registered_margins())
 
 
 def main():
     """Print one line per dataset."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="../shared/data")
+    add_data_argument(parser)
     parser.add_argument("--losses", default=LOSSES)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    with threadpool_limits(1):
-        for path in sorted(Path(args.data).glob("*.npz")):
-            data = np.load(path)
-            scaler = StandardScaler().fit(data["X_train"])
-            X, y = scaler.transform(data["X_train"]), data["y_train"]
-            X_test, y_test = scaler.transform(data["X_test"]), data["y_test"]
+    with pinned_blas(1):
+        for name in npz_names(args.data):
+            X_train, y, X_test, y_test = load_split(args.data, name)
+            scaler = StandardScaler().fit(X_train)
+            X, X_test = scaler.transform(X_train), scaler.transform(X_test)
             start = time.perf_counter()
             lr = LogisticRegression(max_iter=1000, tol=1e-4).fit(X, y)
             lr_s = time.perf_counter() - start
             cells = [
-                f"{path.stem} {X.shape} LR {lr_s:.2f}s it={lr.n_iter_[0]} "
+                f"{name} {X.shape} LR {lr_s:.2f}s it={lr.n_iter_[0]} "
                 f"acc={lr.score(X_test, y_test):.4f}"
             ]
             for loss in args.losses.split(","):

@@ -19,22 +19,25 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
-from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
-import sklearn
+from _common import (
+    add_data_argument,
+    load_split,
+    machine,
+    now,
+    npz_names,
+    pinned_blas,
+    versions,
+)
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
-from threadpoolctl import threadpool_limits
 
-import sklmargin
 from sklmargin import KernelMarginSoftmaxClassifier
 
 
@@ -73,35 +76,23 @@ def time_model(factory, X, y, X_test, y_test, repeats):
 def main():
     """Run the comparison and print the markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="../shared/data")
+    add_data_argument(parser)
     parser.add_argument("--datasets", help="comma-separated names (default: all)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--svc-max-samples", type=int, default=20000)
     args = parser.parse_args()
 
-    paths = sorted(Path(args.data).glob("*.npz"))
-    if args.datasets:
-        wanted = set(args.datasets.split(","))
-        paths = [p for p in paths if p.stem in wanted]
-    print(
-        f"date {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"{platform.machine()} {args.threads} BLAS thread(s), sklmargin "
-        f"{sklmargin.__version__}, scikit-learn {sklearn.__version__}, "
-        f"repeats {args.repeats}\n"
-    )
-    names = list(models())
-    print("| dataset | n_train | " + " | ".join(names) + " |")
-    print("|---|---|" + "---|" * len(names))
-    with threadpool_limits(args.threads or None):
-        for path in paths:
-            data = np.load(path)
-            scaler = StandardScaler().fit(data["X_train"])
-            X, X_test = (
-                scaler.transform(data["X_train"]),
-                scaler.transform(data["X_test"]),
-            )
-            y, y_test = data["y_train"], data["y_test"]
+    names = npz_names(args.data, args.datasets.split(",") if args.datasets else None)
+    print(f"date {now()}, {machine()}, {versions()}, repeats {args.repeats}")
+    columns = list(models())
+    with pinned_blas(args.threads):
+        print("\n| dataset | n_train | " + " | ".join(columns) + " |")
+        print("|---|---|" + "---|" * len(columns))
+        for dataset in names:
+            X_train, y, X_test, y_test = load_split(args.data, dataset)
+            scaler = StandardScaler().fit(X_train)
+            X, X_test = scaler.transform(X_train), scaler.transform(X_test)
             cells = []
             for name, factory in models().items():
                 if name.startswith("SVC") and len(y) > args.svc_max_samples:
@@ -111,7 +102,7 @@ def main():
                     factory, X, y, X_test, y_test, args.repeats
                 )
                 cells.append(f"{100 * acc:.1f}% / {fit_s:.2f}s / {predict_s:.2f}s")
-            print(f"| {path.stem} | {len(y)} | " + " | ".join(cells) + " |", flush=True)
+            print(f"| {dataset} | {len(y)} | " + " | ".join(cells) + " |", flush=True)
     print("\ncells: test accuracy / fit time / predict time")
 
 

@@ -8,8 +8,9 @@ recommends the setting with the best mean rank across data sets.
 
 Data sets
 ---------
-* ``/work/shared/data/*.npz`` (keys ``X_train``, ``y_train``; the test split is
-  never loaded). Training splits larger than ``--max-rows`` (default 4000) are
+* ``NAME.npz`` in ``--data`` (default ``../shared/data`` relative to the
+  repository root; keys ``X_train``, ``y_train``; the test split is never
+  loaded). Training splits larger than ``--max-rows`` (default 4000) are
   subsampled, stratified, with a fixed seed.
 * scikit-learn's bundled digits, wine, breast_cancer and iris, whole data as the
   "training split".
@@ -48,69 +49,52 @@ Examples
 The run behind ``benchmarks/results_defaults.md`` (20 minutes on 2 busy cores;
 without ``--extend`` and with ``--cv-repeats 1`` about 5)::
 
-    /tmp/venv/bin/python benchmarks/tune_defaults.py --extend --cv-repeats 3 \\
+    python benchmarks/tune_defaults.py --extend --cv-repeats 3 \\
         --raw /tmp/results_defaults.json
 
 Rebuild the report from the raw results without refitting::
 
-    /tmp/venv/bin/python benchmarks/tune_defaults.py --from-raw \\
+    python benchmarks/tune_defaults.py --from-raw \\
         /tmp/results_defaults.json
 
 Smoke test on two small data sets and one loss::
 
-    /tmp/venv/bin/python benchmarks/tune_defaults.py --datasets iris wine \\
+    python benchmarks/tune_defaults.py --datasets iris wine \\
         --losses normface --output /tmp/smoke.md
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import itertools
 import json
-import math
-import os
-import platform
-import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
-import scipy
-import sklearn
-from scipy.stats import rankdata
-from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+from _common import (
+    ALL_DATASETS,
+    REPO,
+    add_data_argument,
+    command_line,
+    cv_scores,
+    load_training_split,
+    machine,
+    now,
+    pct,
+    pinned_blas,
+    rank_columns,
+    versions,
+    write_json,
+)
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import RepeatedStratifiedKFold, train_test_split
+from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
 
-import sklmargin
 from sklmargin import MarginSoftmaxClassifier
 from sklmargin._margins import get_margin
-
-REPO = Path(__file__).resolve().parent.parent
-DATA_DIR = Path("/work/shared/data")
-NPZ_DATASETS = (
-    "letter",
-    "satimage",
-    "pendigits",
-    "usps",
-    "vowel",
-    "dna",
-    "a9a",
-    "segment",
-)
-BUILTIN_DATASETS = {
-    "digits": load_digits,
-    "wine": load_wine,
-    "breast_cancer": load_breast_cancer,
-    "iris": load_iris,
-}
-ALL_DATASETS = NPZ_DATASETS + tuple(BUILTIN_DATASETS)
 
 S_GRID = (5, 10, 15, 20, 30)
 #: Hyper-parameter grids, one list of keyword dicts per loss.
@@ -137,39 +121,6 @@ GRIDS = {
 EXTRA_S = (50,)
 EXTRA_LAMBDA = (50,)
 KEY_SEP = " | "  # joins (loss, setting) keys in the JSON file
-
-
-# -- data ----------------------------------------------------------------------
-def load_dataset(name, max_rows, seed):
-    """Return the training split ``(X, y, n_original)`` of one data set.
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`ALL_DATASETS`.
-    max_rows : int
-        Training splits with more rows are subsampled (stratified, ``seed``).
-    seed : int
-        Seed of the subsample.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    n_original : int
-        Rows before subsampling.
-    """
-    if name in BUILTIN_DATASETS:
-        X, y = BUILTIN_DATASETS[name](return_X_y=True)
-    else:
-        with np.load(DATA_DIR / f"{name}.npz") as data:
-            X, y = data["X_train"], data["y_train"]
-    n_original = len(y)
-    if n_original > max_rows:
-        X, _, y, _ = train_test_split(
-            X, y, train_size=max_rows, stratify=y, random_state=seed
-        )
-    return np.asarray(X, dtype=np.float64), np.asarray(y), n_original
 
 
 # -- models --------------------------------------------------------------------
@@ -209,47 +160,10 @@ def current_defaults(loss):
 
 
 # -- cross-validation ----------------------------------------------------------
-def cv_scores(make_model, X, y, folds):
-    """Fit and score one model on every fold.
-
-    Returns
-    -------
-    dict
-        ``acc`` (list of fold accuracies, NaN where the fit failed), ``fit_time``
-        (seconds per fold), ``n_iter`` (our estimator only), ``warnings`` (count),
-        ``warning_kinds`` (category names) and ``errors`` (messages).
-    """
-    record = {
-        "acc": [],
-        "fit_time": [],
-        "n_iter": [],
-        "warnings": 0,
-        "warning_kinds": [],
-        "errors": [],
-    }
-    for train, test in folds:
-        model = make_model()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            start = time.perf_counter()
-            try:
-                model.fit(X[train], y[train])
-            except Exception as exc:  # a failed fit is a result
-                record["fit_time"].append(time.perf_counter() - start)
-                record["acc"].append(math.nan)
-                record["errors"].append(f"{type(exc).__name__}: {exc}")
-                continue
-            record["fit_time"].append(time.perf_counter() - start)
-            record["acc"].append(float(model.score(X[test], y[test])))
-        record["warnings"] += len(caught)
-        for item in caught:
-            kind = item.category.__name__
-            if kind not in record["warning_kinds"]:
-                record["warning_kinds"].append(kind)
-        clf = model[-1]
-        if hasattr(clf, "n_iter_"):
-            record["n_iter"].append(int(np.max(clf.n_iter_)))
-    return record
+def _record_iterations(model, record):
+    clf = model[-1]
+    if hasattr(clf, "n_iter_"):
+        record["n_iter"].append(int(np.max(clf.n_iter_)))
 
 
 def run_grid(datasets, losses, grids, args, log):
@@ -266,7 +180,9 @@ def run_grid(datasets, losses, grids, args, log):
     """
     results, info = {}, {}
     for name in datasets:
-        X, y, n_original = load_dataset(name, args.max_rows, args.seed)
+        X, y, n_original = load_training_split(
+            name, args.data, args.max_rows, args.seed
+        )
         info[name] = {
             "n_samples": X.shape[0],
             "n_features": X.shape[1],
@@ -280,9 +196,11 @@ def run_grid(datasets, losses, grids, args, log):
         )
         start = time.perf_counter()
         res = results[name] = {}
-        res["LogisticRegression"] = cv_scores(logistic_regression, X, y, folds)
+        res["LogisticRegression"] = cv_scores(
+            logistic_regression, X, y, folds, _record_iterations
+        )
         res["softmax (defaults)"] = cv_scores(
-            lambda: ours("softmax", args.tol), X, y, folds
+            lambda: ours("softmax", args.tol), X, y, folds, _record_iterations
         )
         for loss in losses:
             for params in grids[loss]:
@@ -291,6 +209,7 @@ def run_grid(datasets, losses, grids, args, log):
                     X,
                     y,
                     folds,
+                    _record_iterations,
                 )
         log(
             f"{name}: {X.shape[0]}x{X.shape[1]}, {info[name]['n_classes']} classes, "
@@ -317,12 +236,7 @@ def summarise_loss(loss, grid, results, datasets):
             for label in labels
         ]
     )  # (settings, datasets); NaN where a fold failed
-    ranks = np.column_stack(
-        [
-            rankdata(-np.nan_to_num(acc[:, j], nan=-np.inf), method="average")
-            for j in range(len(datasets))
-        ]
-    )
+    ranks = rank_columns(acc)
     rows = []
     for i, (params, label) in enumerate(zip(grid, labels, strict=True)):
         records = [results[name][loss, label] for name in datasets]
@@ -358,11 +272,6 @@ def summarise_loss(loss, grid, results, datasets):
     recommended = min(range(len(rows)), key=tie_key)
     best = np.nanmax(acc, axis=0)
     return {"rows": rows, "best": best, "recommended": recommended}
-
-
-def pct(value):
-    """Accuracy as a percentage with one decimal ("fail" for NaN)."""
-    return "fail" if not np.isfinite(value) else f"{100 * value:.1f}"
 
 
 def reference_mean(results, key, datasets):
@@ -603,24 +512,6 @@ def build_grids(losses, extend):
     return grids
 
 
-def versions():
-    """Package versions and the commit of the working tree."""
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-    except OSError:
-        commit = ""
-    return (
-        f"sklmargin {sklmargin.__version__} (commit {commit or '?'}, working tree), "
-        f"scikit-learn {sklearn.__version__}, numpy {np.__version__}, scipy "
-        f"{scipy.__version__}, Python {platform.python_version()}"
-    )
-
-
 def parse_args(argv=None):
     """Command line of the script."""
     parser = argparse.ArgumentParser(
@@ -635,6 +526,7 @@ def parse_args(argv=None):
         metavar="NAME",
         help=f"data sets to use (default: all of {', '.join(ALL_DATASETS)})",
     )
+    add_data_argument(parser)
     parser.add_argument(
         "--losses",
         nargs="+",
@@ -688,7 +580,7 @@ def parse_args(argv=None):
 def main(argv=None):
     """Run the grid (or reload it), print progress, write the report."""
     args = parse_args(argv)
-    command = " ".join([Path(sys.executable).as_posix()] + sys.argv)
+    command = command_line()
     if args.from_raw:
         stored = json.loads(args.from_raw.read_text())
         meta, info = stored["meta"], stored["info"]
@@ -712,13 +604,12 @@ def main(argv=None):
             for key, value in MarginSoftmaxClassifier().get_params().items()
             if key not in ("loss", "m", "s", "lambda_min", "tol")
         }
-        with threadpool_limits(args.blas_threads):
+        with pinned_blas(args.blas_threads):
             results, info = run_grid(datasets, losses, grids, args, log)
         meta = {
             "command": command,
-            "date": f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
-            "machine": f"{os.cpu_count()} cores ({platform.machine()}, "
-            f"{platform.system()})",
+            "date": now(),
+            "machine": machine(),
             "versions": run_versions,
             "estimator_defaults": estimator_defaults,
             "elapsed": time.perf_counter() - start,
@@ -743,7 +634,7 @@ def main(argv=None):
     args.output.write_text(report)
     if args.raw and not args.from_raw:
         stored = {"meta": meta, "info": info, "results": to_jsonable(results)}
-        args.raw.write_text(json.dumps(stored, indent=1))
+        write_json(args.raw, stored)
     for scope, summ in (("suggested grid", base_summaries), ("all", summaries)):
         for loss, summary in (summ or {}).items():
             rec = summary["rows"][summary["recommended"]]

@@ -10,8 +10,9 @@ mean rank across data sets.
 
 Data sets
 ---------
-* ``/work/shared/data/*.npz`` (keys ``X_train``, ``y_train``; the test split is
-  never loaded). Training splits larger than ``--max-rows`` (default 3000) are
+* ``NAME.npz`` in ``--data`` (default ``../shared/data`` relative to the
+  repository root; keys ``X_train``, ``y_train``; the test split is never
+  loaded). Training splits larger than ``--max-rows`` (default 3000) are
   subsampled, stratified, seed ``--seed``.
 * scikit-learn's bundled digits, wine, breast_cancer and iris, whole data as the
   "training split".
@@ -71,69 +72,50 @@ Examples
 --------
 Full run (about 10 minutes on one core)::
 
-    /tmp/venv/bin/python benchmarks/tune_kernel_defaults.py --check \\
+    python benchmarks/tune_kernel_defaults.py --check \\
         --la-width 1000 --raw /tmp/kernel_defaults.json
 
 Smoke test::
 
-    /tmp/venv/bin/python benchmarks/tune_kernel_defaults.py --datasets iris wine \\
+    python benchmarks/tune_kernel_defaults.py --datasets iris wine \\
         --s-grid 10 30 --m-grid 0 0.1 --widths 1000 --output /tmp/smoke.md
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import platform
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-import scipy
-import sklearn
-from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.datasets import (
-    load_breast_cancer,
-    load_digits,
-    load_iris,
-    load_wine,
-    make_classification,
+from _common import (
+    ALL_DATASETS,
+    REPO,
+    add_data_argument,
+    command_line,
+    cv_scores,
+    jsonable,
+    load_training_split,
+    machine,
+    now,
+    pct,
+    pinned_blas,
+    rank_columns,
+    versions,
 )
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.datasets import make_classification
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
-from threadpoolctl import threadpool_limits
 
-import sklmargin
 from sklmargin import KernelMarginSoftmaxClassifier, RandomFourierFeatures
-
-REPO = Path(__file__).resolve().parent.parent
-DATA_DIR = Path("/work/shared/data")
-NPZ_DATASETS = (
-    "letter",
-    "satimage",
-    "pendigits",
-    "usps",
-    "vowel",
-    "dna",
-    "a9a",
-    "segment",
-)
-BUILTIN_DATASETS = {
-    "digits": load_digits,
-    "wine": load_wine,
-    "breast_cancer": load_breast_cancer,
-    "iris": load_iris,
-}
-ALL_DATASETS = NPZ_DATASETS + tuple(BUILTIN_DATASETS)
 
 COSINE_LOSSES = ("am-softmax", "arcface", "normface")
 S_GRID = (10, 20, 30, 50, 64)
@@ -169,39 +151,6 @@ PREVIOUS_DEFAULT = {
 }
 BASE = {"n_components": 1000, "kernel_approximation": "orf"}
 REFERENCES = ("SVC(C=1)", "SVC(C=10)", "RBFSampler(1000)+LR(C=1)")
-
-
-# -- data ----------------------------------------------------------------------
-def load_dataset(name, max_rows, seed):
-    """Return the training split ``(X, y, n_original)`` of one data set.
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`ALL_DATASETS`.
-    max_rows : int
-        Training splits with more rows are subsampled (stratified, ``seed``).
-    seed : int
-        Seed of the subsample.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    n_original : int
-        Rows before subsampling.
-    """
-    if name in BUILTIN_DATASETS:
-        X, y = BUILTIN_DATASETS[name](return_X_y=True)
-    else:
-        with np.load(DATA_DIR / f"{name}.npz") as data:
-            X, y = data["X_train"], data["y_train"]
-    n_original = len(y)
-    if n_original > max_rows:
-        X, _, y, _ = train_test_split(
-            X, y, train_size=max_rows, stratify=y, random_state=seed
-        )
-    return np.asarray(X, dtype=np.float64), np.asarray(y), n_original
 
 
 # -- models --------------------------------------------------------------------
@@ -347,50 +296,20 @@ def make_model(params, tol):
 
 
 # -- cross-validation ----------------------------------------------------------
-def cv_scores(params, X, y, folds, tol):
-    """Fit and score one setting on every fold.
+def _inspect_fit(model, record):
+    """Record the scale an adaptive rule chose and our estimator's iterations."""
+    clf = model[-1]
+    if isinstance(clf, AdaptiveScaleClassifier):
+        record.setdefault("s_used", []).append(clf.s_rule_)
+        clf = clf.estimator_
+    if isinstance(clf, KernelMarginSoftmaxClassifier):
+        record["n_iter"].append(int(np.max(clf.n_iter_)))
 
-    Returns
-    -------
-    dict
-        ``acc`` (fold accuracies, NaN where the fit failed), ``fit_time``
-        (seconds per fold), ``n_iter``, ``s_used`` (adaptive rules),
-        ``warnings`` (count), ``warning_kinds`` and ``errors`` (messages).
-    """
-    record = {
-        "acc": [],
-        "fit_time": [],
-        "n_iter": [],
-        "s_used": [],
-        "warnings": 0,
-        "warning_kinds": [],
-        "errors": [],
-    }
-    for train, test in folds:
-        model = make_model(params, tol)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            start = time.perf_counter()
-            try:
-                model.fit(X[train], y[train])
-            except Exception as exc:  # a failed fit is a result
-                record["fit_time"].append(time.perf_counter() - start)
-                record["acc"].append(math.nan)
-                record["errors"].append(f"{type(exc).__name__}: {exc}")
-                continue
-            record["fit_time"].append(time.perf_counter() - start)
-            record["acc"].append(float(model.score(X[test], y[test])))
-        record["warnings"] += len(caught)
-        for item in caught:
-            kind = item.category.__name__
-            if kind not in record["warning_kinds"]:
-                record["warning_kinds"].append(kind)
-        clf = model[-1]
-        if isinstance(clf, AdaptiveScaleClassifier):
-            record["s_used"].append(clf.s_rule_)
-            clf = clf.estimator_
-        if isinstance(clf, KernelMarginSoftmaxClassifier):
-            record["n_iter"].append(int(np.max(clf.n_iter_)))
+
+def setting_scores(params, X, y, folds, tol):
+    """:func:`_common.cv_scores` of one setting, with ``s_used`` recorded."""
+    record = cv_scores(lambda: make_model(params, tol), X, y, folds, _inspect_fit)
+    record.setdefault("s_used", [])
     return record
 
 
@@ -402,7 +321,9 @@ class Runner:
         self.log = log
         self.data, self.info, self.results = {}, {}, {}
         for name in datasets:
-            X, y, n_original = load_dataset(name, args.max_rows, args.seed)
+            X, y, n_original = load_training_split(
+                name, args.data, args.max_rows, args.seed
+            )
             folds = list(
                 StratifiedKFold(n_splits=3, shuffle=True, random_state=args.seed).split(
                     X, y
@@ -440,7 +361,7 @@ class Runner:
             t0 = time.perf_counter()
             for key in todo:
                 if key not in self.results[name]:
-                    self.results[name][key] = cv_scores(
+                    self.results[name][key] = setting_scores(
                         self.params[key], X, y, folds, self.args.tol
                     )
             self.log(f"  {stage}: {name} {time.perf_counter() - t0:.1f}s")
@@ -465,12 +386,7 @@ def summarise(keys, results, datasets, params=None):
     acc = np.array(
         [[np.mean(results[name][key]["acc"]) for name in datasets] for key in keys]
     )
-    ranks = np.column_stack(
-        [
-            rankdata(-np.nan_to_num(acc[:, j], nan=-np.inf), method="average")
-            for j in range(len(datasets))
-        ]
-    )
+    ranks = rank_columns(acc)
     rows = []
     for i, key in enumerate(keys):
         records = [results[name][key] for name in datasets]
@@ -512,11 +428,6 @@ def best_row(rows):
         )
 
     return min(rows, key=tie_key)
-
-
-def pct(value):
-    """Accuracy in percent with one decimal ("fail" for NaN)."""
-    return "fail" if not np.isfinite(value) else f"{100 * value:.1f}"
 
 
 def table(rows, datasets, title_col="setting", marks=None, extra=None):
@@ -1071,28 +982,6 @@ def format_report(state, datasets, meta):
     return "\n".join(lines) + "\n"
 
 
-def versions():
-    """Package versions."""
-    return (
-        f"sklmargin {sklmargin.__version__} (working tree), scikit-learn "
-        f"{sklearn.__version__}, numpy {np.__version__}, scipy {scipy.__version__}, "
-        f"Python {platform.python_version()}"
-    )
-
-
-def jsonable(obj):
-    """Convert numpy scalars and arrays for ``json.dump``."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
 def parse_args(argv=None):
     """Command line of the script."""
     parser = argparse.ArgumentParser(
@@ -1107,6 +996,7 @@ def parse_args(argv=None):
         metavar="NAME",
         help=f"data sets (default: all of {', '.join(ALL_DATASETS)})",
     )
+    add_data_argument(parser)
     parser.add_argument(
         "--max-rows",
         type=int,
@@ -1197,7 +1087,7 @@ def parse_args(argv=None):
 def main(argv=None):
     """Run (or reload) the benchmark and write the report."""
     args = parse_args(argv)
-    command = " ".join([Path(sys.executable).as_posix()] + sys.argv)
+    command = command_line()
     start = time.perf_counter()
 
     def log(message):
@@ -1212,8 +1102,8 @@ def main(argv=None):
                 record.setdefault("s_used", [])
     else:
         meta = {
-            "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "machine": f"{platform.machine()}, {platform.processor() or '?'}",
+            "date": now(),
+            "machine": machine(),
             "blas_threads": args.blas_threads,
             "command": command,
             "versions": versions(),
@@ -1232,7 +1122,7 @@ def main(argv=None):
                     json.dumps(jsonable({"meta": meta, "state": state}))
                 )
 
-        with threadpool_limits(args.blas_threads):
+        with pinned_blas(args.blas_threads):
             state = run(args, log, save)
         save(state)
     report = format_report(state, meta["datasets"], meta)

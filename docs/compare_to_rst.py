@@ -9,9 +9,10 @@ Used to make ``docs/benchmark_default.inc`` from a real run::
         > docs/benchmark_default.inc
 
 One table per quantity: rows are models, columns data sets. Accuracy is the
-test accuracy in percent; times are the fit time relative to
-LogisticRegression on the same data set in the same run (the absolute times of
-one run on a shared machine mean little, their ratios more).
+test accuracy in percent with its 95% Wilson interval (when the JSON has it);
+times are the fit time relative to LogisticRegression on the same data set in
+the same run (the absolute times of one run on a shared machine mean little,
+their ratios more).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ import sys
 
 
 def _cell(value, fmt):
-    return "--" if value is None else format(value, fmt)
+    if value is None:
+        return "--"
+    if isinstance(value, tuple):  # (accuracy, low, high) in percent
+        return f"{value[0]:.1f} ({value[1]:.1f}-{value[2]:.1f})"
+    return format(value, fmt)
 
 
 def list_table(title, models, datasets, values, fmt):
@@ -59,6 +64,12 @@ def main(argv=None):
             continue
         key = (row["model"], row["dataset"])
         accuracy[key] = 100 * row["accuracy"]
+        if row.get("accuracy_ci_low") is not None:
+            accuracy[key] = (
+                accuracy[key],
+                100 * row["accuracy_ci_low"],
+                100 * row["accuracy_ci_high"],
+            )
         fit_ratio[key] = row.get("fit_ratio_vs_LogisticRegression")
         shapes[row["dataset"]] = (
             row["n_train"],
@@ -86,7 +97,13 @@ def main(argv=None):
             for name, (n_train, n_test, d, k) in shapes.items()
         ),
         "",
-        list_table("Test accuracy (%)", models, datasets, accuracy, ".2f"),
+        list_table(
+            "Test accuracy (%), with its 95% Wilson interval where recorded",
+            models,
+            datasets,
+            accuracy,
+            ".2f",
+        ),
         list_table(
             "Fit time / LogisticRegression's fit time (same data, same run)",
             models,

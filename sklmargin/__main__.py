@@ -4,7 +4,11 @@ Each subcommand lives in its own module, which provides
 ``register(subparsers) -> argparse.ArgumentParser``: it adds its parser with
 ``subparsers.add_parser(name, ...)`` and sets ``func`` (a function
 ``args -> int`` returning the exit code) with ``parser.set_defaults``. Adding a
-subcommand is one line in :data:`SUBCOMMAND_MODULES`.
+subcommand is one line in :data:`SUBCOMMANDS`.
+
+Only the module of the subcommand invoked is imported (``sklmargin --help``
+lists the others from :data:`SUBCOMMANDS` alone): a slow or broken import of
+one command never costs another.
 """
 
 from __future__ import annotations
@@ -14,8 +18,27 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-#: Modules that define a subcommand, in the order ``--help`` lists them.
-SUBCOMMAND_MODULES = ("sklmargin._compare", "sklmargin._bench")
+#: Subcommand name -> (module that registers it, one line of help), in the
+#: order ``--help`` lists them. One module may register several subcommands.
+SUBCOMMANDS = {
+    "compare": (
+        "sklmargin.compare.cli",
+        "accuracy and fit/predict time of sklmargin vs scikit-learn",
+    ),
+    "bench-objective": (
+        "sklmargin._bench",
+        "time one objective evaluation against its two GEMMs",
+    ),
+    "bench-scale": (
+        "sklmargin._bench",
+        "fit time and peak memory as n grows (synthetic data)",
+    ),
+}
+
+
+def _invoked_command(argv: Sequence[str]) -> str | None:
+    """Return the first argument that is not an option: the subcommand, if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def _version() -> str:
@@ -27,8 +50,15 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every subcommand registered.
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser; only ``command``'s module is imported.
+
+    Parameters
+    ----------
+    command : str, default=None
+        The subcommand about to run. Its module registers its full parser; every
+        other subcommand gets a placeholder that only carries its help line.
+        ``None`` imports nothing.
 
     Returns
     -------
@@ -42,8 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module_name in SUBCOMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    invoked_module = SUBCOMMANDS[command][0] if command in SUBCOMMANDS else None
+    for name, (module_name, help_line) in SUBCOMMANDS.items():
+        if name in subparsers.choices:
+            continue  # registered with a sibling from the same module
+        if module_name == invoked_module:
+            importlib.import_module(module_name).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_line)
     return parser
 
 
@@ -60,9 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0 on success, 2 for usage errors, otherwise what the subcommand returns.
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_invoked_command(argv))
     try:
-        args = parser.parse_args(None if argv is None else list(argv))
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version or a usage error, already printed
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if getattr(args, "func", None) is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import sys
 import time
@@ -19,9 +18,33 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._margins import get_margin
+from ._margins import LOSS_NAMES, get_margin
 from ._objective import LinearMarginObjective
 from ._rows import prepare_rows
+
+try:  # Unix only: on Windows the peak memory is reported as unavailable
+    import resource
+except ImportError:  # pragma: no cover - exercised on Windows only
+    resource = None
+
+#: Fields of one ``bench-objective`` JSON row (times in milliseconds).
+OBJECTIVE_FIELDS = ("n", "d", "k", "dtype", "loss", "eval_ms", "gemm_ms", "ratio")
+
+#: Fields of one ``bench-scale`` JSON row (memory in MiB, ``None`` where the
+#: platform cannot measure it).
+SCALE_FIELDS = (
+    "n",
+    "d",
+    "k",
+    "dtype",
+    "loss",
+    "fit_s",
+    "n_iter",
+    "data_mib",
+    "peak_rss_mib",
+    "rss_before_fit_mib",
+    "train_accuracy",
+)
 
 
 def _median_seconds(fun, repeats):
@@ -82,8 +105,16 @@ def objective_vs_gemm(n, d, k, dtype, loss="am-softmax", repeats=5, seed=0):
 
 
 def _peak_rss_mib():
-    # ru_maxrss is in KiB on Linux: the process's peak resident set so far.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident set of this process so far in MiB, or None if unmeasurable."""
+    if resource is None:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # ru_maxrss is in KiB on Linux and the BSDs, in bytes on macOS.
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def _mib(value):
+    return "unavailable" if value is None else f"{value:7.1f} MiB"
 
 
 def fit_scaling(n, d=100, k=10, dtype=np.float32, loss="am-softmax", seed=0):
@@ -132,6 +163,36 @@ def _write_rows(rows, path):
     return 0
 
 
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _class_count(text):
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"needs at least 2 classes, got {text}")
+    return value
+
+
+def _thread_count(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _output_path(text):
+    """Fail before the run, not after it, if the JSON cannot be written there."""
+    from pathlib import Path
+
+    if not Path(text).resolve().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"folder of {text!r} does not exist")
+    return text
+
+
 def _run_objective(args):
     rows = []
     with threadpool_limits(args.threads or None):
@@ -170,9 +231,9 @@ def _run_scale(args):
         print(
             f"n={n:>9d} d={args.d} K={args.k} {args.dtype}: fit {row['fit_s']:7.1f} s "
             f"({row['n_iter']} iterations, train accuracy "
-            f"{row['train_accuracy']:.3f}), data {row['data_mib']:7.1f} MiB, "
-            f"RSS before fit {row['rss_before_fit_mib']:7.1f} MiB, "
-            f"peak {row['peak_rss_mib']:7.1f} MiB",
+            f"{row['train_accuracy']:.3f}), data {_mib(row['data_mib'])}, "
+            f"RSS before fit {_mib(row['rss_before_fit_mib'])}, "
+            f"peak {_mib(row['peak_rss_mib'])}",
             flush=True,
         )
     return _write_rows(rows, args.output)
@@ -196,14 +257,21 @@ def register(subparsers):
         description="One loss+gradient evaluation vs the GEMMs X W^T and G^T X, "
         "same process, medians of repeats (DESIGN.md section 9).",
     )
-    objective.add_argument("--n", type=int, default=100_000)
-    objective.add_argument("--d", type=int, nargs="+", default=[16, 128, 512])
-    objective.add_argument("--k", type=int, nargs="+", default=[2, 10, 50])
-    objective.add_argument("--loss", default="am-softmax")
+    objective.add_argument("--n", type=_positive_int, default=100_000)
+    objective.add_argument("--d", type=_positive_int, nargs="+", default=[16, 128, 512])
+    objective.add_argument("--k", type=_class_count, nargs="+", default=[2, 10, 50])
+    objective.add_argument("--loss", choices=LOSS_NAMES, default="am-softmax")
     objective.add_argument(
-        "--threads", type=int, default=1, help="BLAS threads (0: library default)"
+        "--threads",
+        type=_thread_count,
+        default=1,
+        help="BLAS threads (0: library default)",
     )
-    objective.add_argument("--output", help="write the rows as JSON")
+    objective.add_argument(
+        "--output",
+        type=_output_path,
+        help=f"write the rows as JSON (fields: {', '.join(OBJECTIVE_FIELDS)})",
+    )
     objective.set_defaults(func=_run_objective)
 
     scale = subparsers.add_parser(
@@ -212,15 +280,24 @@ def register(subparsers):
         description="Fit MarginSoftmaxClassifier (tol=1e-4) on synthetic Gaussian "
         "classes of growing size, one process per size; report time and peak RSS.",
     )
-    scale.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    scale.add_argument("--d", type=int, default=100)
-    scale.add_argument("--k", type=int, default=10)
-    scale.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    scale.add_argument("--loss", default="am-softmax")
     scale.add_argument(
-        "--threads", type=int, default=1, help="BLAS threads (0: library default)"
+        "--n", type=_positive_int, nargs="+", default=[10_000, 100_000, 1_000_000]
     )
-    scale.add_argument("--output", help="write the rows as JSON")
+    scale.add_argument("--d", type=_positive_int, default=100)
+    scale.add_argument("--k", type=_class_count, default=10)
+    scale.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    scale.add_argument("--loss", choices=LOSS_NAMES, default="am-softmax")
+    scale.add_argument(
+        "--threads",
+        type=_thread_count,
+        default=1,
+        help="BLAS threads (0: library default)",
+    )
+    scale.add_argument(
+        "--output",
+        type=_output_path,
+        help=f"write the rows as JSON (fields: {', '.join(SCALE_FIELDS)})",
+    )
     scale.set_defaults(func=_run_scale)
     return objective
 

@@ -1,59 +1,130 @@
-"""The benchmark subcommands run and report what they claim, on tiny sizes."""
+"""The benchmark subcommands: what they write, and that they refuse bad input.
+
+Sizes are tiny; no timing is asserted (timings are the scripts' business).
+"""
 
 import json
+import math
 
+import numpy as np
+import pytest
+
+from sklmargin import _bench
 from sklmargin.__main__ import main
-from sklmargin._bench import objective_vs_gemm
 
 
-def test_objective_vs_gemm_row():
-    row = objective_vs_gemm(500, 8, 3, "float32")
-    assert row["eval_ms"] > 0 and row["gemm_ms"] > 0
-    assert row["ratio"] == row["eval_ms"] / row["gemm_ms"]
-
-
-def test_bench_commands_write_json(tmp_path, capsys):
+def test_objective_json_rows_have_the_documented_fields(tmp_path, capsys):
     out = tmp_path / "objective.json"
-    assert (
-        main(
-            [
-                "bench-objective",
-                "--n",
-                "300",
-                "--d",
-                "4",
-                "--k",
-                "2",
-                "--output",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    argv = ["bench-objective", "--n", "300", "--d", "4", "7", "--k", "2"]
+    assert main([*argv, "--loss", "arcface", "--output", str(out)]) == 0
     rows = json.loads(out.read_text())
+    # one row per dtype x d x k, each with exactly the documented fields
+    assert len(rows) == 2 * 2 * 1
+    assert all(tuple(row) == _bench.OBJECTIVE_FIELDS for row in rows)
     assert {(r["dtype"], r["d"], r["k"]) for r in rows} == {
-        ("float64", 4, 2),
-        ("float32", 4, 2),
+        (dtype, d, 2) for dtype in ("float64", "float32") for d in (4, 7)
     }
-    scale = tmp_path / "scale.json"
-    assert (
-        main(
-            [
-                "bench-scale",
-                "--n",
-                "500",
-                "1000",
-                "--d",
-                "5",
-                "--k",
-                "3",
-                "--output",
-                str(scale),
-            ]
-        )
-        == 0
-    )
-    rows = json.loads(scale.read_text())
-    assert [r["n"] for r in rows] == [500, 1000]
-    assert all(r["peak_rss_mib"] > 0 and r["fit_s"] > 0 for r in rows)
+    assert {r["loss"] for r in rows} == {"arcface"}
+    assert all(math.isfinite(r["ratio"]) and r["ratio"] > 0 for r in rows)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(rows) and all("ratio" in line for line in printed)
+
+
+def test_scale_json_rows_have_the_documented_fields(tmp_path, capsys):
+    out = tmp_path / "scale.json"
+    argv = ["bench-scale", "--n", "800", "--d", "5", "--k", "3"]
+    assert main([*argv, "--output", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["n"] for r in rows] == [800]  # one process per size
+    for row in rows:
+        assert tuple(row) == _bench.SCALE_FIELDS
+        assert (row["d"], row["k"], row["dtype"]) == (5, 3, "float32")
+        # 5 float32 columns: the data's size is known exactly
+        assert row["data_mib"] == pytest.approx(row["n"] * 5 * 4 / 2**20)
+        assert 0 <= row["train_accuracy"] <= 1 and row["n_iter"] >= 1
+        assert row["peak_rss_mib"] >= row["rss_before_fit_mib"] > 0
     assert "RSS before fit" in capsys.readouterr().out
+
+
+def test_peak_memory_is_unavailable_without_resource(monkeypatch):
+    """Windows has no ``resource`` module: the row says so instead of failing."""
+    monkeypatch.setattr(_bench, "resource", None)
+    row = _bench.fit_scaling(200, d=3, k=2)
+    assert row["peak_rss_mib"] is None and row["rss_before_fit_mib"] is None
+    assert _bench._mib(None) == "unavailable"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench-objective", "--n", "0"],
+        ["bench-objective", "--k", "1"],
+        ["bench-objective", "--d", "-3"],
+        ["bench-objective", "--loss", "hinge"],
+        ["bench-objective", "--threads", "-1"],
+        ["bench-objective", "--output", "/no/such/dir/rows.json"],
+        ["bench-scale", "--n", "100", "0"],
+        ["bench-scale", "--dtype", "float16"],
+    ],
+)
+def test_bad_arguments_are_usage_errors(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error" in err and "Traceback" not in err
+
+
+def _benchmarks_common():
+    """``benchmarks/_common.py``, imported the way the scripts import it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "_common.py"
+    spec = importlib.util.spec_from_file_location("_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_helper_ranks_failures_last_and_shares_ties():
+    common = _benchmarks_common()
+    acc = np.array([[0.9, 0.5], [np.nan, 0.7], [0.9, 0.6]])
+    ranks = common.rank_columns(acc)
+    assert ranks.tolist() == [[1.5, 3.0], [3.0, 1.0], [1.5, 2.0]]
+    assert common.pct(0.9123) == "91.2" and common.pct(np.nan) == "fail"
+
+
+def test_benchmark_helper_loads_data_and_says_what_is_missing(tmp_path, capsys):
+    common = _benchmarks_common()
+    assert common.DEFAULT_DATA == common.REPO.parent / "shared" / "data"
+    X, y, n_original = common.load_training_split("iris", tmp_path, 60, seed=0)
+    assert X.shape == (60, 4) and n_original == 150
+    assert np.bincount(y).tolist() == [20, 20, 20]  # stratified subsample
+    rng = np.random.default_rng(0)
+    np.savez(
+        tmp_path / "toy.npz",
+        X_train=rng.normal(size=(8, 2)),
+        y_train=np.arange(8) % 2,
+        X_test=rng.normal(size=(4, 2)),
+        y_test=np.arange(4) % 2,
+    )
+    assert common.npz_names(tmp_path) == ["toy"]
+    assert [a.shape for a in common.load_split(tmp_path, "toy")] == [
+        (8, 2),
+        (8,),
+        (4, 2),
+        (4,),
+    ]
+    with pytest.raises(SystemExit, match="no letter in"):
+        common.npz_names(tmp_path, ["toy", "letter"])
+    with pytest.raises(SystemExit, match="point --data at"):
+        common.load_training_split("letter", tmp_path, 100, 0)
+    with common.pinned_blas(1):
+        pass
+    assert "pinned to 1" in capsys.readouterr().out
+
+
+def test_benchmark_helper_writes_numpy_values_as_json(tmp_path):
+    common = _benchmarks_common()
+    path = tmp_path / "deep" / "raw.json"
+    common.write_json(path, {"acc": np.array([0.5, 1.0]), "n": np.int64(3)})
+    assert json.loads(path.read_text()) == {"acc": [0.5, 1.0], "n": 3}

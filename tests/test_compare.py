@@ -1,8 +1,7 @@
 """Tests of ``python -m sklmargin compare``: arguments, data loading, outputs.
 
 Everything runs on tiny data with small feature widths and one BLAS thread, so
-the whole file takes seconds. Tests that need our estimators skip with a reason
-while ``sklmargin.MarginSoftmaxClassifier`` is not importable.
+the whole file takes seconds.
 """
 
 import csv
@@ -13,15 +12,12 @@ import sys
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
-from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
 
-from sklmargin import _compare
+from sklmargin import compare
 from sklmargin.__main__ import main
-from sklmargin._compare import (
+from sklmargin.compare import (
     C_GRID,
     GRID_POINTS,
     ROW_FIELDS,
@@ -29,32 +25,15 @@ from sklmargin._compare import (
     CompareSettings,
     Dataset,
     ModelSpec,
-    ModelUnavailableError,
-    check_grid_sizes,
     evaluate_model,
     grid_size,
-    load_csv,
+    grid_size_note,
+    grid_sizes,
     model_registry,
     resolve_models,
 )
-
-
-def _ours_available(class_name):
-    try:
-        import sklmargin
-    except Exception:
-        return False
-    return hasattr(sklmargin, class_name)
-
-
-needs_ours = pytest.mark.skipif(
-    not _ours_available("MarginSoftmaxClassifier"),
-    reason="sklmargin.MarginSoftmaxClassifier is not importable yet",
-)
-needs_kernel = pytest.mark.skipif(
-    not _ours_available("KernelMarginSoftmaxClassifier"),
-    reason="sklmargin.KernelMarginSoftmaxClassifier is not importable yet",
-)
+from sklmargin.compare import models as compare_models
+from sklmargin.compare import protocol as compare_protocol
 
 # Fast and steady: one thread, tiny random-feature width, no progress lines.
 FAST = ["--threads", "1", "--n-components", "20", "-q"]
@@ -89,24 +68,6 @@ def npz_dir(tmp_path_factory):
         )
     (tmp_path / "notes.txt").write_text("not a dataset")
     return tmp_path
-
-
-def _write_csv(path, rows, header):
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
-
-
-@pytest.fixture
-def string_target_csv(tmp_path):
-    X, y = make_classification(
-        n_samples=60, n_features=3, n_informative=3, n_redundant=0, random_state=0
-    )
-    labels = np.array(["cat", "dog"])[y]
-    rows = [[*map(float, x), label] for x, label in zip(X, labels, strict=True)]
-    return _write_csv(tmp_path / "pets.csv", rows, ["f0", "f1", "f2", "species"])
 
 
 def _json_rows(path):
@@ -160,21 +121,6 @@ def test_model_globs():
         resolve_models("forest:*", model_registry())
 
 
-def test_default_selection_skips_unavailable_ours_with_a_note(monkeypatch):
-    def unavailable(name):
-        raise ModelUnavailableError(f"sklmargin.{name} is not importable")
-
-    monkeypatch.setattr(_compare, "sklmargin_class", unavailable)
-    specs, notes = resolve_models(None, model_registry())
-    assert all(not spec.ours for spec in specs)
-    assert any("skipping margin:am-softmax" in note for note in notes)
-    with pytest.raises(CompareError, match="unavailable"):
-        resolve_models("margin:am-softmax", model_registry())
-    specs, notes = resolve_models("LinearSVC,margin:*", model_registry())
-    assert [spec.name for spec in specs] == ["LinearSVC", "LogisticRegression"]
-    assert sum("skipping margin:" in note for note in notes) == 6
-
-
 def test_usage_errors_return_non_zero(capsys):
     assert main([]) == 2
     assert main(["compare", "--repeats", "0"]) == 2
@@ -215,15 +161,19 @@ def test_missing_matplotlib_is_reported_before_the_run(monkeypatch, capsys):
     assert "==" not in captured.out  # nothing ran
 
 
-def test_python_dash_m_entry_point():
+def test_python_dash_m_entry_point_imports_only_the_subcommand_invoked():
     result = subprocess.run(
-        [sys.executable, "-m", "sklmargin", "compare", "--models", "list"],
+        [sys.executable, "-X", "importtime", "-m", "sklmargin", "compare"]
+        + ["--models", "list"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "LinearSVC" in result.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "sklmargin.compare.cli" in imported
+    assert "sklmargin._bench" not in imported
 
 
 # ---- data sources --------------------------------------------------------------
@@ -251,47 +201,6 @@ def test_npz_without_the_expected_arrays_is_an_error(tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", X=np.zeros((4, 2)))
     assert main(["compare", "--data", str(tmp_path), "--models", PEERS, *FAST]) == 2
     assert "lacks X_train" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("pandas", [True, False], ids=["pandas", "csv-module"])
-def test_csv_with_string_target(string_target_csv, tmp_path, pandas, monkeypatch):
-    if not pandas:
-        monkeypatch.setattr(_compare, "_pandas_or_none", lambda: None)
-    output = tmp_path / "out.json"
-    args = ["compare", "--csv", str(string_target_csv), "--target", "species"]
-    assert main([*args, "--models", PEERS, "--output", str(output), *FAST]) == 0
-    _, rows = _json_rows(output)
-    assert {row["dataset"] for row in rows} == {"pets"}
-    assert all(row["status"] == "ok" for row in rows)
-    # 60 rows, --test-size 0.25, stratified
-    assert (rows[0]["n_train"], rows[0]["n_test"], rows[0]["n_classes"]) == (45, 15, 2)
-
-
-@pytest.mark.parametrize("pandas", [True, False], ids=["pandas", "csv-module"])
-def test_csv_non_numeric_feature_names_the_column(tmp_path, pandas, monkeypatch):
-    if not pandas:
-        monkeypatch.setattr(_compare, "_pandas_or_none", lambda: None)
-    rows = [[1.0, "red", "a"], [2.0, "blue", "b"]] * 10
-    path = _write_csv(tmp_path / "c.csv", rows, ["size", "colour", "label"])
-    with pytest.raises(CompareError, match="'colour' is not numeric"):
-        load_csv(path, "label")
-    with pytest.raises(CompareError, match="no column 'kind'.*'colour'"):
-        load_csv(path, "kind")
-
-
-def test_csv_missing_feature_value_names_the_column(tmp_path):
-    rows = [[1.0, 2.0, "a"], [2.0, "", "b"]] * 10
-    path = _write_csv(tmp_path / "m.csv", rows, ["size", "weight", "label"])
-    with pytest.raises(CompareError, match="'weight' has missing values"):
-        load_csv(path, "label")
-
-
-def test_csv_error_through_main(tmp_path, capsys):
-    rows = [[1.0, "red", "a"], [2.0, "blue", "b"]] * 10
-    path = _write_csv(tmp_path / "c.csv", rows, ["size", "colour", "label"])
-    args = ["compare", "--csv", str(path), "--target", "label", "--models", PEERS]
-    assert main([*args, *FAST]) == 2
-    assert "colour" in capsys.readouterr().err
 
 
 # ---- results and outputs -------------------------------------------------------
@@ -352,7 +261,7 @@ def test_table_and_progress(npz_dir, capsys):
     assert "tol=0.0001" in captured.out  # the shared tolerance is stated
     table = captured.out[captured.out.index("== alpha") :]
     header = table.splitlines()[1]
-    assert header.split()[:4] == ["model", "acc", "%", "fit"]
+    assert header.split()[:6] == ["model", "acc", "%", "95%", "CI", "fit"]
     assert "fit/LinSVC" in header and "pred/LogReg" in header
 
 
@@ -412,18 +321,20 @@ def test_plot_is_written(npz_dir, tmp_path):
 
 def test_every_grid_has_the_same_number_of_points():
     registry = model_registry()
-    assert check_grid_sizes(registry.values()) == GRID_POINTS
+    assert set(grid_sizes(registry.values()).values()) == {GRID_POINTS}
+    assert grid_size_note(registry.values()) is None
     for spec in registry.values():
         assert grid_size(spec.grid) == GRID_POINTS, spec.name
 
 
-def test_unequal_grids_are_refused():
+def test_unequal_grids_are_reported():
     specs = [
         ModelSpec("a", "", LogisticRegression, {"C": [1, 2]}),
-        ModelSpec("b", "", LogisticRegression, {"C": [1, 2, 3]}),
+        ModelSpec("b", "", LogisticRegression, {"C": [1, 2]}),
+        ModelSpec("c", "", LogisticRegression, {"C": [1, 2, 3]}),
     ]
-    with pytest.raises(ValueError, match="differ in size"):
-        check_grid_sizes(specs)
+    note = grid_size_note(specs)
+    assert "differ in size" in note and "c 3" in note and "a 2" not in note
 
 
 def test_tune_reports_best_params(npz_dir, tmp_path, capsys):
@@ -446,10 +357,9 @@ def test_without_tune_there_are_no_best_params(json_run):
     assert all(row["best_params"] is None for row in rows)
 
 
-# ---- our estimators (skipped until they are importable) -----------------------
+# ---- our estimators ------------------------------------------------------------
 
 
-@needs_ours
 def test_our_linear_estimators_run(npz_dir, tmp_path):
     output = tmp_path / "ours.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
@@ -461,7 +371,6 @@ def test_our_linear_estimators_run(npz_dir, tmp_path):
         assert rows[name]["accuracy"] > 0.5
 
 
-@needs_kernel
 def test_our_kernel_estimator_runs(npz_dir, tmp_path):
     output = tmp_path / "kernel.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
@@ -473,7 +382,6 @@ def test_our_kernel_estimator_runs(npz_dir, tmp_path):
         assert rows[name]["accuracy"] > 0.5
 
 
-@needs_ours
 def test_our_estimators_tune_m_and_s(npz_dir, tmp_path):
     output = tmp_path / "ours.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha", "--tune"]
@@ -494,73 +402,39 @@ def test_warnings_become_short_deduplicated_notes():
             message = f"no convergence after {n_iter} iterations"
             warnings.warn(message, ConvergenceWarning, stacklevel=1)
         warnings.warn("something else", UserWarning, stacklevel=1)
-    notes = _compare.summarize_warnings(caught, "fit")
+    notes = compare.summarize_warnings(caught, "fit")
     assert notes == [
         "fit: ConvergenceWarning (x2): no convergence after 1041 iterations",
         "fit: UserWarning: something else",
     ]
 
 
-def test_best_params_on_the_grid_edge_are_flagged():
-    grid = {"m": [0.1, 0.2, 0.35], "s": [5.0, 10.0, 20.0]}
-    assert _compare._edge_notes({"m": 0.2, "s": 10.0}, grid) == []
-    (note,) = _compare._edge_notes({"m": 0.35, "s": 10.0}, grid)
-    assert "m=0.35 in [0.1, 0.35]" in note and "s=" not in note
+def test_best_params_on_the_grid_edge_are_flagged_with_a_way_out():
+    grid = {"m": [0.0, 0.05, 0.1], "s": [15.0, 30.0, 60.0]}
+    edge_notes = compare_protocol.edge_notes
+    assert edge_notes({"m": 0.05, "s": 30.0}, grid, "margin:am-softmax") == []
+    (note,) = edge_notes({"m": 0.05, "s": 60.0}, grid, "margin:am-softmax")
+    assert "s=60 in [15, 60]" in note and "m=" not in note
+    # same size, shifted one geometric step past the edge
+    assert "--grid 'margin:am-softmax.s=30,60,120'" in note
+    # m=0 (no margin) ends the domain: not an edge to widen
+    (note,) = edge_notes({"m": 0.0, "s": 15.0}, grid, "margin:am-softmax")
+    assert "--grid 'margin:am-softmax.s=7.5,15,30'" in note and "m=" not in note
+    (note,) = edge_notes({"C": 100.0}, {"C": [1.0, 10.0, 100.0]}, "SVC")
+    assert "--grid 'SVC.C=10,100,1000'" in note
+    (note,) = edge_notes({"x": 1.0}, {"x": [-1.0, 0.0, 1.0]}, "M")
+    assert "--grid 'M.x=0,1,2'" in note
+    # integer grids stay integer
+    (note,) = edge_notes({"max_leaf_nodes": 63}, {"max_leaf_nodes": [15, 31, 63]})
+    assert "max_leaf_nodes=31,63,128'" in note
 
 
-class _StandInKernelClassifier(ClassifierMixin, BaseEstimator):
-    """Stands in for KernelMarginSoftmaxClassifier with its constructor API."""
-
-    def __init__(
-        self,
-        loss="am-softmax",
-        m=None,
-        s=None,
-        t=1.0,
-        C=1.0,
-        gamma="scale",
-        n_components=100,
-        kernel_approximation="orf",
-        tol=1e-4,
-        max_iter=100,
-        random_state=None,
-    ):
-        self.loss = loss
-        self.m = m
-        self.s = s
-        self.t = t
-        self.C = C
-        self.gamma = gamma
-        self.n_components = n_components
-        self.kernel_approximation = kernel_approximation
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-
-    def fit(self, X, y):
-        features = RBFSampler(
-            gamma=self.gamma,
-            n_components=self.n_components,
-            random_state=self.random_state,
-        )
-        self.model_ = make_pipeline(features, LogisticRegression(C=self.C)).fit(X, y)
-        self.classes_ = self.model_.classes_
-        return self
-
-    def predict(self, X):
-        return self.model_.predict(X)
-
-
-def test_kernel_models_are_wired_to_the_kernel_estimator(monkeypatch, npz_dir):
-    real = _compare.sklmargin_class
-
-    def stand_in(name):
-        return _StandInKernelClassifier if name.startswith("Kernel") else real(name)
-
-    monkeypatch.setattr(_compare, "sklmargin_class", stand_in)
+def test_kernel_models_are_wired_to_the_kernel_estimator(npz_dir):
     settings = CompareSettings(n_components=17, tol=1e-3, max_iter=50, random_state=3)
-    pipeline = _compare.build_pipeline(model_registry()["kernel:arcface"], settings)
-    params = pipeline.named_steps["model"].get_params()
+    pipeline = compare.build_pipeline(model_registry()["kernel:arcface"], settings)
+    model = pipeline.named_steps["model"]
+    assert type(model).__name__ == "KernelMarginSoftmaxClassifier"
+    params = model.get_params()
     assert (params["loss"], params["gamma"], params["n_components"]) == (
         "arcface",
         "scale",
@@ -568,8 +442,233 @@ def test_kernel_models_are_wired_to_the_kernel_estimator(monkeypatch, npz_dir):
     )
     assert (params["tol"], params["max_iter"], params["random_state"]) == (1e-3, 50, 3)
 
-    dataset = _compare.load_npz_dir(npz_dir, "alpha")[0]
+    dataset = compare.load_npz_dir(npz_dir, "alpha")[0]
     spec = model_registry()["kernel:am-softmax"]
     row = evaluate_model(spec, dataset, CompareSettings(n_components=20, tune=True))
     assert row["status"] == "ok", row["notes"]
-    assert set(row["best_params"]) == {"m", "s"}
+    assert set(row["best_params"]) == {"gamma/scale", "s"} == set(spec.grid)
+
+
+def test_every_registered_loss_is_a_model(monkeypatch, capsys):
+    """A loss added to the registry shows up in ``--models list`` unedited."""
+    from sklmargin import _margins
+
+    class Toy(_margins.Margin):
+        name = "toy-loss"
+        search_grid = {"s": tuple(float(s) for s in range(1, 10))}
+
+    registered = _margins.registered_margins()
+    monkeypatch.setattr(
+        compare_models, "registered_margins", lambda: (*registered, Toy())
+    )
+    assert main(["compare", "--models", "list"]) == 0
+    out = capsys.readouterr().out
+    for margin in (*registered, Toy()):
+        assert f"margin:{margin.name}" in out and f"kernel:{margin.name}" in out
+    spec = model_registry()["margin:toy-loss"]
+    assert spec.grid == {"s": [float(s) for s in range(1, 10)]}
+
+
+# ---- Part of the first hour: plot checks, grids, progress, intervals -----------
+
+
+@pytest.mark.parametrize(
+    "plot, expected",
+    [
+        ("/no/such/dir/p.png", "--plot: folder '/no/such/dir' does not exist"),
+        ("p.txt", "--plot: cannot tell the format of 'p.txt': use one of"),
+    ],
+)
+def test_bad_plot_path_fails_before_the_run(plot, expected, capsys):
+    pytest.importorskip("matplotlib")
+    assert main(["compare", "--plot", plot, "--models", PEERS, *FAST]) == 2
+    captured = capsys.readouterr()
+    assert expected in captured.err
+    assert "Traceback" not in captured.err
+    assert "==" not in captured.out  # nothing ran
+
+
+def test_tuned_plot_is_written(npz_dir, tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "acc.svg"
+    args = ["compare", "--data", str(npz_dir), "--tune", "--plot", str(plot)]
+    assert main([*args, "--datasets", "alpha", "--models", PEERS, *FAST]) == 0
+    text = plot.read_text()
+    assert "tuning time" in text and "grid-search time" in text
+    # point labels and error bars: both model names appear twice (label, legend)
+    assert text.count("LinearSVC") >= 2
+
+
+def test_grid_option_widens_a_grid_and_the_size_difference_is_reported(
+    npz_dir, tmp_path, capsys
+):
+    output = tmp_path / "wide.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha", "--tune"]
+    grid = ["--grid", "LinearSVC.C=0.001,0.1,10,1000"]
+    assert main([*args, *grid, "--models", PEERS, "--output", str(output), *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "--grid: LinearSVC C in [0.001, 0.1, 10, 1000] (4 grid points)" in out
+    assert "WARNING: grids differ in size" in out and "LinearSVC 4" in out
+    metadata, rows = _json_rows(output)
+    assert metadata["grids"]["LinearSVC"] == {"C": [0.001, 0.1, 10, 1000]}
+    assert "LinearSVC 4" in metadata["grid_size_warning"]
+    best = {row["model"]: row["best_params"] for row in rows}
+    assert best["LinearSVC"]["C"] in (0.001, 0.1, 10, 1000)
+    assert best["LogisticRegression"]["C"] in C_GRID
+
+
+@pytest.mark.parametrize(
+    "grid, expected",
+    [
+        ("LinearSVC.C=1,10", "--grid only applies with --tune"),
+        ("LinearSVC.C", "expected MODEL.PARAM=V1,V2"),
+        ("LinearSVC=1,2", "expected MODEL.PARAM=V1,V2"),
+        ("LinearSVC.Cee=1,2", "LinearSVC has no parameter 'Cee'; its grid: C"),
+        ("SVC.C=1,2", "--grid: unknown model 'SVC'"),  # not in this run
+    ],
+)
+def test_bad_grid_options_are_clear_errors(grid, expected, capsys):
+    tune = [] if "only applies" in expected else ["--tune"]
+    assert main(["compare", *tune, "--grid", grid, "--models", PEERS, *FAST]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+
+
+def test_svc_and_kernel_grids_share_the_gamma_multipliers():
+    registry = model_registry()
+    svc, kernel = registry["SVC"], registry["kernel:am-softmax"]
+    assert svc.grid == {"C": [1.0, 10.0, 100.0], "gamma/scale": [0.25, 1.0, 4.0]}
+    assert kernel.grid == {
+        "gamma/scale": compare_models.GAMMA_MULTIPLIERS,
+        "s": compare_models.KERNEL_S_GRID,
+    }
+    assert set(registry["kernel:softmax"].grid) == {"gamma/scale", "C"}
+    # "scale" is 1 / (n_features * Var) of the standardised data: 1/d here
+    X = np.random.default_rng(0).normal(5.0, 3.0, size=(50, 4))
+    assert compare_models.scale_gamma(X) == pytest.approx(0.25)
+    grid = svc.param_grid(X)
+    assert grid["model__gamma"] == pytest.approx([0.0625, 0.25, 1.0])
+    best = {"model__C": 10.0, "model__gamma": 1.0}
+    assert svc.reported_params(best, X) == {"C": 10.0, "gamma/scale": 4.0}
+
+
+def test_hist_gradient_boosting_is_a_default_peer():
+    spec = model_registry()["HistGradientBoosting"]
+    assert "HistGradientBoosting" in compare.DEFAULT_MODELS
+    assert set(spec.grid) == {"learning_rate", "max_leaf_nodes"}
+    assert grid_size(spec.grid) == GRID_POINTS
+    dataset = Dataset("tiny", *_tiny_split(0))
+    row = evaluate_model(spec, dataset, CompareSettings())
+    assert row["status"] == "ok" and row["accuracy"] > 0.5
+
+
+def test_tuning_progress_counts_every_cv_fit():
+    import io
+
+    stream = io.StringIO()
+    progress = compare.Progress(1, stream, interval=0.0)
+    dataset = Dataset("tiny", *_tiny_split(0))
+    spec = model_registry()["LogisticRegression"]
+    progress.start("tiny", spec.name)
+    row = evaluate_model(spec, dataset, CompareSettings(tune=True), progress)
+    progress.done(row)
+    lines = stream.getvalue().splitlines()
+    tuning = [line for line in lines if "tuning:" in line]
+    assert len(tuning) == 27  # 9 grid points x 3 folds, one line each
+    assert "tuning: 27/27 CV fits (9 grid points x 3 folds)" in tuning[-1]
+    assert "elapsed, ETA 0 s" in tuning[-1]
+    assert lines[-1].strip().startswith("done:") and "acc" in lines[-1]
+
+
+def test_progress_rewrites_the_line_on_a_terminal():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    progress = compare.Progress(2, stream, interval=0.0)
+    progress.start("d", "m")
+    progress.tuning(1, 2)
+    progress.tuning(2, 2)
+    progress.done({"status": "ok", "accuracy": 0.5, "notes": []})
+    text = stream.getvalue()
+    assert text.count("\n") == 1 and text.count("\r") == 3
+    assert text.endswith("(acc 50.00%)\x1b[K\n")
+
+
+@pytest.mark.parametrize("n", [10, 38, 450])
+def test_wilson_interval(n):
+    z2 = 1.959963984540054**2
+    # closed forms at 0% and 100%, and the symmetry k <-> n - k
+    assert compare.wilson_interval(n, n) == pytest.approx((1 / (1 + z2 / n), 1.0))
+    assert compare.wilson_interval(0, n) == pytest.approx((0.0, z2 / n / (1 + z2 / n)))
+    for k in (1, n // 3, n - 1):
+        low, high = compare.wilson_interval(k, n)
+        assert low < k / n < high
+        mirrored = compare.wilson_interval(n - k, n)
+        assert (low, high) == pytest.approx((1 - mirrored[1], 1 - mirrored[0]))
+
+
+def test_wilson_interval_covers_95_percent():
+    rng = np.random.default_rng(0)
+    n, p = 120, 0.93
+    draws = rng.binomial(n, p, size=4000)
+    covered = [
+        low <= p <= high
+        for low, high in map(lambda k: compare.wilson_interval(int(k), n), draws)
+    ]
+    assert 0.93 <= np.mean(covered) <= 0.97
+
+
+def test_accuracy_interval_in_json_and_table(json_run, npz_dir, capsys):
+    _, rows = _json_rows(json_run)
+    for row in rows:
+        low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
+        assert 0 <= low <= row["accuracy"] <= high <= 1
+        assert (low, high) == pytest.approx(
+            compare.wilson_interval(round(row["accuracy"] * 30), 30)
+        )
+    assert main(["compare", "--data", str(npz_dir), "--models", PEERS, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "95% CI" in out and "Wilson score interval" in out
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.00439123, "0.00439"),
+        (0.0439, "0.0439"),
+        (4.3912, "4.39"),
+        (43.91, "43.9"),
+        (82.04, "82.0"),
+        (439.1, "439"),
+        (4391.2, "4391"),
+        (9.996, "10.0"),
+        (1.0, "1.00"),
+        (None, "-"),
+        (float("nan"), "-"),
+    ],
+)
+def test_one_precision_rule_for_times(value, text):
+    assert compare.format_number(value) == text
+
+
+def test_models_list_shows_every_grid(capsys):
+    assert main(["compare", "--models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "grid: C {1, 10, 100} x gamma/scale {0.25, 1, 4}" in out
+    assert "grid: gamma/scale {0.25, 1, 4} x s {30, 100, 300}" in out
+    assert out.count("grid: ") == len(model_registry())
+
+
+def test_default_run_warms_up_each_model_once(monkeypatch, npz_dir):
+    calls = []
+    monkeypatch.setattr(
+        compare_protocol, "_warm_up", lambda estimator, X, y: calls.append(1)
+    )
+    datasets = compare.load_npz_dir(npz_dir)
+    specs, _ = resolve_models(PEERS, model_registry())
+    compare.run_comparison(datasets, specs, CompareSettings(n_components=20))
+    assert len(datasets) == 2 and len(calls) == len(specs)

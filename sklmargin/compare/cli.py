@@ -1,0 +1,350 @@
+"""Command line of ``compare``: arguments, up-front checks, the run, the output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from .csvfile import load_csv
+from .datasets import BUILTIN_DATASETS, Dataset, builtin_datasets, load_npz_dir
+from .models import (
+    apply_grid_options,
+    format_model_list,
+    grid_size_note,
+    model_registry,
+    resolve_models,
+)
+from .progress import Progress
+from .protocol import run_comparison
+from .report import (
+    check_output_path,
+    check_plot_path,
+    environment_info,
+    format_preamble,
+    format_table,
+    plot_results,
+    write_results,
+)
+from .settings import CompareError, CompareSettings, format_number, split_list
+
+_EPILOG = """\
+examples:
+  sklmargin compare                                  # bundled datasets, seconds
+  sklmargin compare --models list                    # the model names
+  sklmargin compare --csv my.csv --target label      # your own data
+  sklmargin compare --csv my.csv --target label --one-hot --drop name,notes
+  sklmargin compare --tune --plot acc.png            # tuned; accuracy vs tuning time
+  sklmargin compare --tune --grid 'margin:am-softmax.s=30,100,300'
+  sklmargin compare --data DIR --repeats 5 --output results.json
+"""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _thread_limit(text: str) -> int | None:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value or None  # 0: no limit
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``compare`` subcommand to a CLI's subparsers.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        From ``ArgumentParser.add_subparsers``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; its ``func`` default is :func:`run_compare`.
+    """
+    parser = subparsers.add_parser(
+        "compare",
+        help="accuracy and fit/predict time of sklmargin vs scikit-learn",
+        description=(
+            "Compare sklmargin's classifiers with LinearSVC, LogisticRegression,\n"
+            "SVC, HistGradientBoosting and kernel approximations: test accuracy\n"
+            "with its 95% Wilson interval, fit and predict time, and time ratios\n"
+            "against LinearSVC and LogisticRegression measured in the same run.\n"
+            "Without --data/--csv: scikit-learn's bundled digits, wine,\n"
+            "breast_cancer and iris, each with a stratified split."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    data = parser.add_argument_group("data")
+    source = data.add_mutually_exclusive_group()
+    source.add_argument(
+        "--data", metavar="DIR", help="every NAME.npz in DIR (X_train, y_train, "
+        "X_test, y_test), sorted by name",
+    )  # fmt: skip
+    source.add_argument(
+        "--csv", metavar="FILE", help="a CSV file with a header row (needs "
+        "--target; delimiter sniffed)",
+    )  # fmt: skip
+    data.add_argument("--target", metavar="COLUMN", help="label column of --csv")
+    data.add_argument(
+        "--drop", metavar="COLS", help="comma-separated columns of --csv to leave out"
+    )
+    data.add_argument(
+        "--keep", metavar="COLS", help="columns of --csv to keep although they look "
+        "like row IDs (by default a column unique per row and integer, or named "
+        "like 'id', is dropped with a note)",
+    )  # fmt: skip
+    data.add_argument(
+        "--one-hot", action="store_true", help="one-hot encode the text columns "
+        "of --csv (default: a text column is an error that names it)",
+    )  # fmt: skip
+    data.add_argument(
+        "--datasets", metavar="NAMES", help="comma-separated subset of the datasets "
+        "(default: all; 'list' shows them)",
+    )  # fmt: skip
+    data.add_argument(
+        "--test-size", type=_fraction, default=0.25, metavar="FRACTION",
+        help="test fraction of the stratified split of --csv and the bundled "
+        "datasets (default: 0.25)",
+    )  # fmt: skip
+    data.add_argument(
+        "--random-state", type=int, default=0, metavar="SEED",
+        help="seed of the splits, the CV folds and every model (default: 0)",
+    )  # fmt: skip
+
+    models = parser.add_argument_group("models")
+    models.add_argument(
+        "--models", metavar="NAMES", help="comma-separated model names or globs "
+        "('margin:*'), or 'list' (default: the set marked * in the list)",
+    )  # fmt: skip
+    models.add_argument(
+        "--list-models", action="store_true", help="print the model names and exit"
+    )
+    models.add_argument(
+        "--n-components", type=_positive_int, default=2000, metavar="N",
+        help="feature width of RBFSampler/Nystroem+LogisticRegression and "
+        "kernel:* (default: 2000)",
+    )  # fmt: skip
+    models.add_argument(
+        "--tol", type=_positive_float, default=1e-4,
+        help="tol of LogisticRegression and of sklmargin's estimators (default: 1e-4)",
+    )  # fmt: skip
+    models.add_argument(
+        "--max-iter", type=_positive_int, default=1000, metavar="N",
+        help="max_iter of LogisticRegression and of sklmargin's estimators "
+        "(default: 1000)",
+    )  # fmt: skip
+    models.add_argument(
+        "--svc-max-samples", type=_positive_int, default=20000, metavar="N",
+        help="skip SVC (superlinear cost) above N training samples (default: 20000)",
+    )  # fmt: skip
+
+    protocol = parser.add_argument_group("protocol")
+    protocol.add_argument(
+        "--tune", action="store_true", help="GridSearchCV (3-fold, training split "
+        "only, same grid size for every model) instead of defaults",
+    )  # fmt: skip
+    protocol.add_argument(
+        "--grid", action="append", default=[], metavar="MODEL.PARAM=VALUES",
+        help="with --tune: replace one grid, e.g. 'margin:am-softmax.s=30,100,300' "
+        "or 'SVC.gamma/scale=1,4,16' (gamma as multiples of the 'scale' value); "
+        "MODEL may be a glob; repeatable. Grids of different sizes are reported",
+    )  # fmt: skip
+    protocol.add_argument(
+        "--n-jobs", type=int, default=1, metavar="N",
+        help="n_jobs of GridSearchCV (default: 1)",
+    )  # fmt: skip
+    protocol.add_argument(
+        "--threads", type=_thread_limit, default=1, metavar="N",
+        help="BLAS/OpenMP threads during the run; 0 keeps the libraries' "
+        "defaults (default: 1, like the single-threaded LinearSVC and SVC)",
+    )  # fmt: skip
+    protocol.add_argument(
+        "--repeats", type=_positive_int, default=1, metavar="R",
+        help="time R fits/predicts and report medians (default: 1)",
+    )  # fmt: skip
+
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--output", metavar="FILE", help="write results to FILE (.json or .csv); "
+        "rewritten after each dataset",
+    )  # fmt: skip
+    output.add_argument(
+        "--plot", metavar="FILE", help="save test accuracy (95%% interval) vs fit "
+        "time, or vs tuning time with --tune (.png, .pdf, .svg, ...; needs "
+        "matplotlib)",
+    )  # fmt: skip
+    output.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress lines on stderr"
+    )
+    parser.set_defaults(func=run_compare)
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> CompareSettings:
+    """Build the :class:`CompareSettings` of parsed command-line arguments."""
+    return CompareSettings(
+        n_components=args.n_components,
+        random_state=args.random_state,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        tune=args.tune,
+        n_jobs=args.n_jobs,
+        repeats=args.repeats,
+        svc_max_samples=args.svc_max_samples,
+        threads=args.threads,
+    )
+
+
+def datasets_from_args(args: argparse.Namespace) -> list[Dataset]:
+    """Load the datasets selected by ``--data``, ``--csv`` or the default."""
+    csv_only = {
+        "--target": args.target is not None,
+        "--drop": args.drop is not None,
+        "--keep": args.keep is not None,
+        "--one-hot": args.one_hot,
+    }
+    for option, given in csv_only.items():
+        if given and args.csv is None:
+            raise CompareError(f"{option} only applies to --csv.")
+    if args.csv is not None:
+        if args.target is None:
+            raise CompareError("--csv needs --target COLUMN (the label column).")
+        if args.datasets is not None:
+            raise CompareError("--datasets does not apply to --csv.")
+        dataset = load_csv(
+            args.csv,
+            args.target,
+            args.test_size,
+            args.random_state,
+            drop=split_list(args.drop or ""),
+            keep=split_list(args.keep or ""),
+            one_hot=args.one_hot,
+        )
+        return [dataset]
+    if args.data is not None:
+        return load_npz_dir(args.data, args.datasets)
+    return builtin_datasets(args.datasets, args.test_size, args.random_state)
+
+
+def _dataset_names(args: argparse.Namespace) -> list[str]:
+    if args.data is not None:
+        folder = Path(args.data)
+        if not folder.is_dir():
+            raise CompareError(f"--data: {str(folder)!r} is not a directory.")
+        return sorted(path.stem for path in folder.glob("*.npz"))
+    if args.csv is not None:
+        return [Path(args.csv).stem]
+    return list(BUILTIN_DATASETS)
+
+
+def run_compare(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    """Run ``compare`` for parsed arguments; print tables; return the exit code.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        From the parser built by :func:`register`.
+    stdout : file-like, default=None
+        Where the tables go; ``sys.stdout`` by default. Progress goes to
+        ``sys.stderr`` unless ``args.quiet``.
+
+    Returns
+    -------
+    int
+        0 on success, 1 if a model failed on some dataset, 2 for a user error
+        (message on stderr), 130 if interrupted.
+    """
+    out = sys.stdout if stdout is None else stdout
+    try:
+        registry = model_registry()
+        if args.list_models or (args.models or "").strip().lower() == "list":
+            print(format_model_list(registry), file=out)
+            return 0
+        if (args.datasets or "").strip().lower() == "list":
+            print("\n".join(_dataset_names(args)), file=out)
+            return 0
+        settings = settings_from_args(args)
+        # Check everything that can fail before a run that may take hours.
+        if args.output is not None:
+            check_output_path(args.output, (".json", ".csv"))
+        if args.plot is not None:
+            check_plot_path(args.plot)
+        specs, notes = resolve_models(args.models, registry)
+        if args.grid:
+            if not args.tune:
+                raise CompareError("--grid only applies with --tune.")
+            specs, grid_notes = apply_grid_options(specs, args.grid, settings)
+            notes += grid_notes
+        datasets = datasets_from_args(args)
+    except CompareError as exc:
+        print(f"sklmargin compare: error: {exc}", file=sys.stderr)
+        return 2
+
+    for dataset in datasets:
+        notes += [f"{dataset.name}: {note}" for note in dataset.notes]
+    print(format_preamble(datasets, specs, settings), file=out)
+    for note in notes:
+        print(f"note: {note}", file=out)
+    metadata = {
+        "command": "sklmargin compare",
+        "arguments": {
+            key: value for key, value in vars(args).items() if not callable(value)
+        },
+        "settings": asdict(settings),
+        "models": [spec.name for spec in specs],
+        "datasets": [dataset.name for dataset in datasets],
+        "notes": notes,
+        "grids": {spec.name: dict(spec.grid) for spec in specs} if args.tune else None,
+        "grid_size_warning": grid_size_note(specs) if args.tune else None,
+        "environment": environment_info(),
+    }
+    done_rows: list[dict[str, Any]] = []
+
+    def report(dataset: Dataset, rows: list) -> None:
+        print("\n" + format_table(dataset, rows, settings.tune), file=out, flush=True)
+        done_rows.extend(rows)
+        if args.output is not None:  # partial results survive a crash or ^C
+            write_results(args.output, done_rows, metadata)
+
+    progress = Progress(len(datasets) * len(specs), None if args.quiet else sys.stderr)
+    start = time.perf_counter()
+    try:
+        rows = run_comparison(datasets, specs, settings, progress, report)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    print(f"\ndone in {format_number(time.perf_counter() - start)} s", file=out)
+    if args.output is not None:
+        print(f"results written to {args.output}", file=out)
+    if args.plot is not None:
+        plot_results(args.plot, rows, tuned=settings.tune)
+        print(f"plot written to {args.plot}", file=out)
+    failed = sorted({row["model"] for row in rows if row["status"] == "error"})
+    if failed:
+        print(f"sklmargin compare: failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0

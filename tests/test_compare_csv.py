@@ -1,0 +1,171 @@
+"""``compare --csv``: what a first CSV file brings, and what the user is told.
+
+Every bad file must give exit code 2 and a message naming the column or the
+problem and, where one exists, the option that helps; never a traceback.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from sklmargin.__main__ import main
+from sklmargin.compare import CompareError, load_csv
+
+FAST = ["--threads", "1", "-q", "--models", "LinearSVC,LogisticRegression"]
+
+
+def _write(path, header, rows, delimiter=","):
+    lines = [delimiter.join(header)]
+    lines += [delimiter.join(str(cell) for cell in row) for row in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _table(n=60, seed=0):
+    """Three informative numeric features and a string label."""
+    X, y = make_classification(
+        n_samples=n, n_features=3, n_informative=3, n_redundant=0, random_state=seed
+    )
+    labels = np.array(["cat", "dog"])[y]
+    return [
+        [f"{a:.4f}", f"{b:.4f}", f"{c:.4f}", lab]
+        for (a, b, c), lab in zip(X, labels, strict=True)
+    ]
+
+
+HEADER = ["f0", "f1", "f2", "species"]
+
+
+def _run(capsys, path, *extra, target="species"):
+    code = main(["compare", "--csv", str(path), "--target", target, *FAST, *extra])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|"])
+def test_delimiter_is_sniffed(tmp_path, delimiter, capsys):
+    path = _write(tmp_path / "pets.csv", HEADER, _table(), delimiter)
+    output = tmp_path / "out.json"
+    code, out, _ = _run(capsys, path, "--output", str(output))
+    assert code == 0
+    assert f"delimiter {delimiter!r} (sniffed)" in out
+    rows = json.loads(output.read_text())["results"]
+    # 60 rows, --test-size 0.25, stratified; 3 features, 2 classes
+    sizes = {(r["n_train"], r["n_test"], r["n_features"], r["n_classes"]) for r in rows}
+    assert sizes == {(45, 15, 3, 2)}
+
+
+def test_integer_id_column_is_dropped_with_a_note(tmp_path, capsys):
+    rows = [[1000 + i, *row] for i, row in enumerate(_table())]
+    path = _write(tmp_path / "ids.csv", ["rownum", *HEADER], rows, ";")
+    code, out, _ = _run(capsys, path)
+    assert code == 0
+    assert "dropped column 'rownum': an integer and unique per row" in out
+    assert "--keep rownum" in out and "n_features=3" in out
+    code, out, _ = _run(capsys, path, "--keep", "rownum")
+    assert code == 0 and "n_features=4" in out and "dropped column" not in out
+
+
+def test_named_id_columns(tmp_path):
+    table = _table()
+    rows = [[f"A{i:03d}", i % 4, *row] for i, row in enumerate(table)]
+    path = _write(tmp_path / "named.csv", ["ID", "store_id", *HEADER], rows)
+    dataset = load_csv(path, "species")
+    assert dataset.n_features == 4  # ID dropped, store_id kept (it repeats)
+    notes = " ".join(dataset.notes)
+    assert "dropped column 'ID'" in notes
+    assert "'store_id' is named like an identifier but repeats" in notes
+
+
+def test_drop_option(tmp_path, capsys):
+    path = _write(tmp_path / "d.csv", HEADER, _table())
+    code, out, _ = _run(capsys, path, "--drop", "f1,f2")
+    assert code == 0 and "n_features=1" in out and "dropped 'f1', 'f2' (--drop)" in out
+    code, _, err = _run(capsys, path, "--drop", "f9")
+    assert code == 2 and "--drop: no column 'f9'" in err and "'f0'" in err
+
+
+def test_text_column_is_an_error_naming_it_unless_one_hot(tmp_path, capsys):
+    colours = ["red", "green", "blue"]
+    rows = [[*row[:3], colours[i % 3], row[3]] for i, row in enumerate(_table())]
+    path = _write(tmp_path / "t.csv", ["f0", "f1", "f2", "colour", "species"], rows)
+    code, _, err = _run(capsys, path)
+    assert code == 2
+    assert "'colour' (e.g. 'red')" in err and "--one-hot" in err
+    assert "--drop colour" in err
+    code, out, _ = _run(capsys, path, "--one-hot")
+    assert code == 0 and "n_features=6" in out  # 3 numbers + 3 colours
+    assert "one-hot encoded 'colour'" in out
+
+
+def test_one_hot_refuses_a_free_text_column(tmp_path):
+    rows = [[*row[:3], f"note {i % 55}", row[3]] for i, row in enumerate(_table(120))]
+    path = _write(tmp_path / "t.csv", ["f0", "f1", "f2", "remark", "species"], rows)
+    with pytest.raises(CompareError, match="'remark' has 55 distinct values"):
+        load_csv(path, "species", one_hot=True)
+
+
+@pytest.mark.parametrize("bad", ["inf", "-inf", "Infinity"])
+def test_infinite_value_names_the_column(tmp_path, bad, capsys):
+    rows = _table()
+    rows[7][1] = bad
+    path = _write(tmp_path / "inf.csv", HEADER, rows)
+    code, _, err = _run(capsys, path)
+    assert code == 2
+    assert "feature column 'f1' has infinite values (first in data row 8" in err
+
+
+@pytest.mark.parametrize("missing", ["", "NA", "?"])
+def test_missing_value_names_the_column(tmp_path, missing):
+    rows = _table()
+    rows[3][2] = missing
+    path = _write(tmp_path / "m.csv", HEADER, rows)
+    with pytest.raises(CompareError, match="'f2' has missing values .*data row 4"):
+        load_csv(path, "species")
+
+
+def test_header_only_file_says_no_data_rows(tmp_path, capsys):
+    path = tmp_path / "h.csv"
+    path.write_text("f0,f1,species\n")
+    code, _, err = _run(capsys, path)
+    assert code == 2 and "no data rows" in err and "two classes" not in err
+    path.write_text("")
+    code, _, err = _run(capsys, path)
+    assert code == 2 and "empty" in err
+
+
+def test_continuous_target_looks_like_regression(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    rows = [[f"{a:.3f}", f"{3 * a + rng.normal():.3f}"] for a in rng.normal(size=84)]
+    path = _write(tmp_path / "price.csv", ["size", "price"], rows)
+    code, _, err = _run(capsys, path, target="price")
+    assert code == 2
+    assert "84 distinct non-integer values" in err and "regression" in err
+
+
+def test_integer_and_string_labels(tmp_path):
+    rows = [[*row[:3], 1 if row[3] == "cat" else 2] for row in _table()]
+    dataset = load_csv(_write(tmp_path / "i.csv", HEADER, rows), "species")
+    assert set(np.unique(dataset.y_train)) == {1, 2}
+    dataset = load_csv(_write(tmp_path / "s.csv", HEADER, _table()), "species")
+    assert set(np.unique(dataset.y_train)) == {"cat", "dog"}
+
+
+def test_ragged_row_and_unknown_target(tmp_path, capsys):
+    rows = _table()
+    rows[4] = rows[4][:3]
+    path = _write(tmp_path / "r.csv", HEADER, rows)
+    code, _, err = _run(capsys, path)
+    assert code == 2 and "data row 5 has 3 fields, the header 4" in err
+    path = _write(tmp_path / "ok.csv", HEADER, _table())
+    code, _, err = _run(capsys, path, target="kind")
+    assert code == 2 and "--target: no column 'kind'" in err and "'species'" in err
+
+
+def test_csv_options_need_csv(capsys):
+    for option in (["--drop", "a"], ["--keep", "a"], ["--one-hot"]):
+        assert main(["compare", *option, *FAST]) == 2
+        assert f"{option[0]} only applies to --csv" in capsys.readouterr().err
