@@ -70,7 +70,7 @@ class SolverResult:
     max_abs_grad: float = float("nan")
 
 
-def lbfgs(fun, x0, *, max_iter, tol, verbose=0):
+def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
     Parameters
@@ -83,6 +83,10 @@ def lbfgs(fun, x0, *, max_iter, tol, verbose=0):
         Iteration budget.
     tol : float
         Stop when the largest absolute gradient entry is below ``tol``.
+    stationarity : callable, default=None
+        ``stationarity(x, gradient) -> float``, the gradient size a stall is
+        judged by (the objective's own scale); the largest absolute entry when
+        None.
     verbose : int
         Passed on as scipy's ``iprint`` when positive.
 
@@ -96,7 +100,10 @@ def lbfgs(fun, x0, *, max_iter, tol, verbose=0):
     if verbose > 1:
         options["iprint"] = verbose - 1
     result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
-    max_abs_grad = float(np.max(np.abs(result.jac), initial=0.0))
+    if stationarity is None:
+        max_abs_grad = float(np.max(np.abs(result.jac), initial=0.0))
+    else:
+        max_abs_grad = stationarity(result.x, result.jac)
     # status 0 also covers scipy's relative-reduction stop, and status 2 its
     # "ABNORMAL" line-search end: both are round-off near an optimum only when
     # the gradient is small, and a stall otherwise.
@@ -131,8 +138,8 @@ def fit_continuation(
     Parameters
     ----------
     objective : LinearMarginObjective
-        Has ``loss_gradient``, ``value_and_state``, ``with_margin``, settable
-        ``lam`` and ``state``.
+        Has ``loss_gradient``, ``value_and_state``, ``stationarity``,
+        ``with_margin``, settable ``lam`` and ``state``.
     x0 : ndarray
         Starting parameters.
     lambdas : sequence of float
@@ -170,6 +177,7 @@ def fit_continuation(
                 params,
                 max_iter=max_iter,
                 tol=stage_tol,
+                stationarity=plain.stationarity,
                 verbose=verbose,
             )
             params = result.params
@@ -219,6 +227,7 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0):
             best_params,
             max_iter=max_iter,
             tol=tol,
+            stationarity=objective.stationarity,
             verbose=verbose,
         )
         objective.state = None
