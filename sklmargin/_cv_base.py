@@ -83,6 +83,11 @@ def _valid_values(values, check, name, loss, sort=True):
             kept.append(check(value))
         except (TypeError, ValueError):
             skipped.append(value)
+    if not kept:
+        # Nothing to fit: let the loss explain its domain on the first value.
+        if len(values):
+            check(values[0])
+        raise ValueError(f"The {name} grid of loss={loss!r} is empty.")
     if skipped:
         warnings.warn(
             f"Skipping {name}={skipped} outside the domain of loss={loss!r}; "
@@ -90,11 +95,6 @@ def _valid_values(values, check, name, loss, sort=True):
             UserWarning,
             stacklevel=3,
         )
-    if not kept:
-        # Nothing to fit: let the loss explain its domain on the first value.
-        if len(values):
-            check(values[0])
-        raise ValueError(f"The {name} grid of loss={loss!r} is empty.")
     if sort:
         return tuple(sorted(set(kept)))
     return tuple(dict.fromkeys(kept))
