@@ -9,21 +9,22 @@ from ._kernel import KernelMarginSoftmaxClassifier
 _SHARED_PARAMS_DOC = """
     ss : array-like of float, default=None
         The path over the logit scale ``s``, fitted in ascending order with warm
-        starts. None means 9 geometric steps over the loss's registry grid
-        widened by 0.5 and 2 (AM-Softmax and ArcFace: 7.5 to 120). Values
+        starts. None means 10 geometric steps over the loss's registry grid
+        widened by 2/3 and 8/3 (AM-Softmax and ArcFace: 10 to 160). Values
         outside the loss's domain are skipped with a warning. Must be None for
         the losses tuned along ``C``.
     ms : array-like of float, default=None
-        Margins; each gets its own path. None means the loss's registry grid
-        (AM-Softmax and ArcFace: 0, 0.05, 0.1; L-/A-Softmax: 1.5, 2, 3; the
-        losses without margin: 0). Values outside the loss's domain (e.g. a
+        Margins; each gets its own path. None means the loss's default margin
+        only (the scale matters most; the registry's grid,
+        ``get_margin(loss).search_grid["m"]``, crosses three). Values outside
+        the loss's domain (e.g. a
         margin for NormFace, ``m < 1`` for L-Softmax) are *skipped* with a
         ``UserWarning`` naming them, so one grid can be crossed with every
         loss; a grid with no valid value raises the loss's ValueError.
     Cs : array-like of float, default=None
         The path over the inverse L2 strength ``C`` of the penalised losses
         (``"softmax"``, ``"l-softmax"``), which have no useful ``s``; None
-        means 9 geometric steps over the registry's range. Must be None for
+        means 10 geometric steps over the registry's range. Must be None for
         the other losses.
     cv : int, cross-validation generator or iterable, default=5
         As in :class:`~sklearn.linear_model.LogisticRegressionCV`: an int is a
