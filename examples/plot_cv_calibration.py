@@ -1,6 +1,6 @@
 """
 Tuning s and calibrating probabilities with MarginSoftmaxClassifierCV
-====================================================================
+=====================================================================
 
 The logit scale ``s`` decides the accuracy of the cosine losses more than the
 margin does, and a scale that is good for accuracy is not a calibrated
