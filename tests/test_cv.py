@@ -22,16 +22,21 @@ from sklmargin._calibration import (
     fit_temperature,
 )
 
+# Small grids, 2-3 folds and tol=1e-3 keep the suite fast (the sparse checks
+# alone fit every sparse format: 4-5 times faster than at tol=1e-4).
 CONFORMANCE_CONFIGS = [
-    MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.05], cv=3),
-    MarginSoftmaxClassifierCV(loss="softmax", Cs=[0.1, 1.0], cv=3),
-    MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.0, 0.05], cv=2, refit=False),
+    MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.05], cv=3, tol=1e-3),
+    MarginSoftmaxClassifierCV(loss="softmax", Cs=[0.1, 1.0], cv=3, tol=1e-3),
+    MarginSoftmaxClassifierCV(
+        ss=[10.0, 30.0], ms=[0.0, 0.05], cv=2, refit=False, tol=1e-3
+    ),
     KernelMarginSoftmaxClassifierCV(
         gammas=["scale", 0.5],
         ss=[10.0, 30.0],
         ms=[0.05],
         n_components=30,
         cv=2,
+        tol=1e-3,
         random_state=0,
     ),
 ]
@@ -145,7 +150,7 @@ def test_warm_path_matches_cold_fits(iris):
 
 def test_parallel_folds_equal_sequential(iris):
     X, y = iris
-    params = dict(ss=[5.0, 20.0], ms=[0.0, 0.1], cv=3)
+    params = dict(ss=[5.0, 20.0], ms=[0.0, 0.1], cv=2)
     serial = MarginSoftmaxClassifierCV(n_jobs=1, **params).fit(X, y)
     parallel = MarginSoftmaxClassifierCV(n_jobs=2, **params).fit(X, y)
     np.testing.assert_array_equal(serial.scores_, parallel.scores_)
@@ -300,3 +305,13 @@ def test_expected_calibration_error_against_a_loop():
             gap = abs(np.mean(pred[inside] == y[inside]) - conf[inside].mean())
             total += inside.mean() * gap
     assert expected_calibration_error(proba, y, n_bins) == pytest.approx(total)
+
+
+def test_scoring_string_is_used_for_selection(iris):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(
+        ss=[1.0, 10.0, 100.0], ms=[0.05], cv=3, scoring="neg_log_loss"
+    ).fit(X, y)
+    scores = clf.scores_[:, 0, :]
+    assert np.all(scores < 0)  # log losses, negated
+    assert clf.s_ == [1.0, 10.0, 100.0][int(np.argmax(scores.mean(axis=0)))]
