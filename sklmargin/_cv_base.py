@@ -119,6 +119,22 @@ def _valid_values(values, check, name, loss, sort=True):
     return tuple(dict.fromkeys(kept))
 
 
+def _class_logits(estimator, X, classes):
+    """Logits of ``estimator`` as an (n_samples, n_classes) array over ``classes``.
+
+    A fold may miss a rare class in training; its column gets the row's
+    smallest logit (as unlikely as the least likely class seen), which keeps
+    the held-out logits finite for the temperature and the fold models'
+    logits comparable for averaging.
+    """
+    logits = logits_from_decision(estimator.decision_function(X))
+    if len(estimator.classes_) == len(classes):
+        return logits
+    full = np.repeat(logits.min(axis=1, keepdims=True), len(classes), axis=1)
+    full[:, np.searchsorted(classes, estimator.classes_)] = logits
+    return full
+
+
 def _check_C(C):
     C = float(C)
     if not (np.isfinite(C) and C > 0):
@@ -139,6 +155,7 @@ def _fit_path(
     keep_models,
     verbose,
     label,
+    classes,
 ):
     """Warm-started path over one fold: scores, iterations, held-out logits."""
     estimator = clone(estimator).set_params(warm_start=True)
@@ -156,7 +173,7 @@ def _fit_path(
         fit_time[k] = time.perf_counter() - start
         n_iter[k] = estimator.n_iter_
         scores[k] = scorer(estimator, X_test, y_test, sw_test)
-        logits.append(logits_from_decision(estimator.decision_function(X_test)))
+        logits.append(_class_logits(estimator, X_test, classes))
         if keep_models:
             models.append(copy.deepcopy(estimator).set_params(warm_start=False))
         if verbose:
@@ -306,6 +323,7 @@ class _BaseMarginSoftmaxCV(ClassifierMixin, BaseEstimator):
                 self.verbose,
                 f"{name} fold {f + 1}/{len(folds)}, "
                 + ", ".join(f"{k}={v}" for k, v in point.items()),
+                classes,
             )
             for f, (train, test) in enumerate(folds)
             for point in outer
@@ -429,8 +447,9 @@ class _BaseMarginSoftmaxCV(ClassifierMixin, BaseEstimator):
         )
         if self.estimator_ is not None:
             return self.estimator_.decision_function(X)
-        decisions = [est.decision_function(X) for est in self.estimators_]
-        return np.mean(decisions, axis=0).astype(decisions[0].dtype, copy=False)
+        logits = [_class_logits(est, X, self.classes_) for est in self.estimators_]
+        mean = np.mean(logits, axis=0).astype(logits[0].dtype, copy=False)
+        return mean[:, 1] - mean[:, 0] if mean.shape[1] == 2 else mean
 
     def predict(self, X):
         """Class of the largest logit.

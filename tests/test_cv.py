@@ -315,3 +315,17 @@ def test_scoring_string_is_used_for_selection(iris):
     scores = clf.scores_[:, 0, :]
     assert np.all(scores < 0)  # log losses, negated
     assert clf.s_ == [1.0, 10.0, 100.0][int(np.argmax(scores.mean(axis=0)))]
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_class_missing_from_a_training_fold(iris, refit):
+    X, y = iris
+    X = np.vstack([X, [[3.0, 3.0, 3.0, 3.0]]])
+    y = np.append(y, 3)  # one sample: the fold that tests it never trains on it
+    clf = MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.05], cv=3, refit=refit)
+    with pytest.warns(UserWarning, match="least populated class"):
+        clf.fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (151, 4) and np.all(np.isfinite(proba))
+    assert 0.1 < clf.temperature_ < 10
+    assert clf.score(X[:150], y[:150]) > 0.9
