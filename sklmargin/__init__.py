@@ -2,6 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ._cv import KernelMarginSoftmaxClassifierCV, MarginSoftmaxClassifierCV
 from ._estimators import MarginSoftmaxClassifier
 from ._features import RandomFourierFeatures
 from ._kernel import KernelMarginSoftmaxClassifier
@@ -17,8 +18,10 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 __all__ = [
     "KernelMarginSoftmaxClassifier",
+    "KernelMarginSoftmaxClassifierCV",
     "LOSS_NAMES",
     "MarginSoftmaxClassifier",
+    "MarginSoftmaxClassifierCV",
     "RandomFourierFeatures",
     "margin_softmax_loss",
     "register_onnx_converters",

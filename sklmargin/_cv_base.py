@@ -1,0 +1,512 @@
+r"""Cross-validated margin-softmax classifiers with a calibrated temperature.
+
+The shape follows :class:`~sklearn.linear_model.LogisticRegressionCV`: for each
+fold, and each margin ``m`` (and kernel width ``gamma``), one warm-started
+*path* over the logit scale ``s`` in ascending order -- descending
+regularisation, as ``LogisticRegressionCV``'s path over ascending ``C``. Each
+fit starts from the previous solution, so a long path costs little more than a
+few cold fits. Folds and grid rows run in parallel through joblib.
+
+The out-of-fold margin-free logits at the chosen point come for free and fit a
+temperature :math:`T` (:mod:`sklmargin._calibration`):
+:meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
+:meth:`decision_function` and :meth:`predict` stay those of the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import time
+import warnings
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils.extmath import softmax
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
+
+from ._calibration import fit_temperature, logits_from_decision
+from ._estimators import MarginSoftmaxClassifier
+from ._margins import get_margin
+
+#: Length of the default path over ``s`` (or ``C``): as many points as
+#: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
+_PATH_LENGTH = 10
+#: The default s path spans the registry's s grid widened by these factors:
+#: tuned picks sat at the grid's upper edge (s=60 for AM-Softmax) and vowel's
+#: CV accuracy still rose at s=120 (benchmarks/cv_vs_logregcv.py).
+_S_PATH_WIDEN = (2.0 / 3.0, 8.0 / 3.0)
+
+
+def default_path(margin):
+    """Default ``(name, values)`` of the regularisation path of a loss.
+
+    Losses with an L2 penalty (softmax, L-Softmax) follow ``C`` over the
+    registry's range; the others follow ``s`` over the registry's range widened
+    by ``_S_PATH_WIDEN``, in ``_PATH_LENGTH`` geometric steps.
+
+    Examples
+    --------
+    >>> from sklmargin._margins import get_margin
+    >>> name, values = default_path(get_margin("am-softmax"))
+    >>> name, round(values[0], 6), round(values[-1], 6), len(values)
+    ('s', 10.0, 160.0, 10)
+    """
+    if margin.penalized:
+        grid = margin.search_grid["C"]
+        return "C", tuple(
+            float(v) for v in np.geomspace(min(grid), max(grid), _PATH_LENGTH)
+        )
+    grid = margin.search_grid.get("s", (margin.default_s,))
+    lo, hi = min(grid) * _S_PATH_WIDEN[0], max(grid) * _S_PATH_WIDEN[1]
+    return "s", tuple(float(v) for v in np.geomspace(lo, hi, _PATH_LENGTH))
+
+
+def default_margins(margin):
+    """Default ``ms``: the loss's own default margin only.
+
+    The scale decides accuracy most; crossing the registry's three margins
+    (0, 0.05, 0.1) with the s path triples the cost for at most 0.2 points of
+    CV accuracy on 7 of 8 datasets (vowel: 1.5), measured by
+    benchmarks/cv_vs_logregcv.py. Pass ``ms=margin.search_grid["m"]`` for the
+    crossed grid.
+
+    Examples
+    --------
+    >>> from sklmargin._margins import get_margin
+    >>> default_margins(get_margin("arcface"))
+    (0.05,)
+    """
+    return (float(margin.default_m),)
+
+
+def _valid_values(values, check, name, loss, sort=True):
+    """Keep the grid values that ``check`` accepts; warn about the others.
+
+    Numeric grids come back sorted and without duplicates (paths must ascend);
+    ``sort=False`` keeps the given order (a gamma grid may mix "scale" and
+    numbers).
+    """
+    kept, skipped = [], []
+    for value in values:
+        try:
+            kept.append(check(value))
+        except (TypeError, ValueError):
+            skipped.append(value)
+    if not kept:
+        # Nothing to fit: let the loss explain its domain on the first value.
+        if len(values):
+            check(values[0])
+        raise ValueError(f"The {name} grid of loss={loss!r} is empty.")
+    if skipped:
+        warnings.warn(
+            f"Skipping {name}={skipped} outside the domain of loss={loss!r}; "
+            f"searching {name}={kept}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if sort:
+        return tuple(sorted(set(kept)))
+    return tuple(dict.fromkeys(kept))
+
+
+def _class_logits(estimator, X, classes):
+    """Logits of ``estimator`` as an (n_samples, n_classes) array over ``classes``.
+
+    A fold may miss a rare class in training; its column gets the row's
+    smallest logit (as unlikely as the least likely class seen), which keeps
+    the held-out logits finite for the temperature and the fold models'
+    logits comparable for averaging.
+    """
+    logits = logits_from_decision(estimator.decision_function(X))
+    if len(estimator.classes_) == len(classes):
+        return logits
+    full = np.repeat(logits.min(axis=1, keepdims=True), len(classes), axis=1)
+    full[:, np.searchsorted(classes, estimator.classes_)] = logits
+    return full
+
+
+def _check_C(C):
+    C = float(C)
+    if not (np.isfinite(C) and C > 0):
+        raise ValueError(f"C must be a finite positive number; got C={C!r}.")
+    return C
+
+
+def _fit_path(
+    estimator,
+    X,
+    y,
+    sample_weight,
+    train,
+    test,
+    path_name,
+    path_values,
+    scorer,
+    keep_models,
+    verbose,
+    label,
+    classes,
+):
+    """Warm-started path over one fold: scores, iterations, held-out logits."""
+    estimator = clone(estimator).set_params(warm_start=True)
+    fit_kwargs = (
+        {} if sample_weight is None else {"sample_weight": sample_weight[train]}
+    )
+    sw_test = None if sample_weight is None else sample_weight[test]
+    X_train, y_train, X_test, y_test = X[train], y[train], X[test], y[test]
+    n_path = len(path_values)
+    scores, n_iter, fit_time = np.empty(n_path), np.empty(n_path, int), np.empty(n_path)
+    logits, models = [], []
+    for k, value in enumerate(path_values):
+        start = time.perf_counter()
+        estimator.set_params(**{path_name: value}).fit(X_train, y_train, **fit_kwargs)
+        fit_time[k] = time.perf_counter() - start
+        n_iter[k] = estimator.n_iter_
+        scores[k] = scorer(estimator, X_test, y_test, sw_test)
+        logits.append(_class_logits(estimator, X_test, classes))
+        if keep_models:
+            models.append(copy.deepcopy(estimator).set_params(warm_start=False))
+        if verbose:
+            print(
+                f"[{label}] {path_name}={value:.4g}: score={scores[k]:.4f}, "
+                f"n_iter={n_iter[k]}, {fit_time[k]:.2f}s"
+            )
+    return scores, n_iter, fit_time, logits, models
+
+
+class _BaseMarginSoftmaxCV(ClassifierMixin, BaseEstimator):
+    """Path, folds, selection and temperature shared by the two CV estimators.
+
+    Subclasses define ``_estimator_class``, ``_estimator_params`` (the names
+    passed on unchanged) and ``_outer_grid`` (a list of parameter dicts crossed
+    with the path, e.g. over ``m`` and ``gamma``).
+    """
+
+    _estimator_class = MarginSoftmaxClassifier
+    _estimator_params: tuple = ()
+
+    _parameter_constraints: dict = {
+        "ss": ["array-like", None],
+        "ms": ["array-like", None],
+        "Cs": ["array-like", None],
+        "cv": ["cv_object"],
+        "scoring": [str, callable, None],
+        "calibrate": ["boolean"],
+        "n_jobs": [Integral, None],
+        "refit": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def _base_estimator(self):
+        return self._estimator_class(
+            loss=self.loss,
+            **{name: getattr(self, name) for name in self._estimator_params},
+        )
+
+    def _resolve_grid(self):
+        """Return ``(path_name, path_values, outer_names, outer_grids)``.
+
+        Invalid grid points are removed, with a warning naming them.
+        """
+        margin = get_margin(self.loss)
+        path_name, default_values = default_path(margin)
+        if path_name == "C":
+            if self.ss is not None:
+                raise ValueError(
+                    f"loss={self.loss!r} is tuned along C (pass Cs); it takes no s "
+                    f"grid, got ss={self.ss!r}."
+                )
+            given = self.Cs
+        else:
+            if self.Cs is not None:
+                raise ValueError(
+                    f"loss={self.loss!r} is tuned along s (pass ss); C does not "
+                    f"change its objective, got Cs={self.Cs!r}."
+                )
+            given = self.ss
+        values = default_values if given is None else tuple(np.ravel(given).tolist())
+        check = margin.check_s if path_name == "s" else _check_C
+        path_values = _valid_values(values, check, path_name, self.loss)
+        ms = (
+            default_margins(margin)
+            if self.ms is None
+            else tuple(np.ravel(self.ms).tolist())
+        )
+        ms = _valid_values(ms, margin.check_m, "m", self.loss)
+        names, grids = ["m"], [ms]
+        names_extra, grids_extra = self._extra_grids()
+        return path_name, path_values, names_extra + names, grids_extra + grids
+
+    def _extra_grids(self):
+        return [], []
+
+    def _scorer(self):
+        if self.scoring is None:
+
+            def accuracy(estimator, X, y, sample_weight):
+                hits = estimator.predict(X) == y
+                return float(np.average(hits, weights=sample_weight))
+
+            return accuracy
+        scorer = check_scoring(self._base_estimator(), scoring=self.scoring)
+
+        def score(estimator, X, y, sample_weight):
+            if sample_weight is None:
+                return scorer(estimator, X, y)
+            return scorer(estimator, X, y, sample_weight=sample_weight)
+
+        return score
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate the path, refit, and fit the temperature.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Used in training, scoring and the temperature fit.
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C"
+        )
+        check_classification_targets(y)
+        classes, y_encoded = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                "This classifier needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {classes[0]!r}."
+            )
+        self.classes_ = classes
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+        path_name, path_values, outer_names, outer_grids = self._resolve_grid()
+        outer = [
+            dict(zip(outer_names, point, strict=True))
+            for point in itertools.product(*outer_grids)
+        ]
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        scorer = self._scorer()
+        base = self._base_estimator()
+        name = type(self).__name__
+        jobs = [
+            delayed(_fit_path)(
+                clone(base).set_params(**point),
+                X,
+                y,
+                sample_weight,
+                train,
+                test,
+                path_name,
+                path_values,
+                scorer,
+                # refit=False keeps each fold's best model; refit=True starts
+                # the final fit from the first fold's model at the chosen point.
+                not self.refit or f == 0,
+                self.verbose,
+                f"{name} fold {f + 1}/{len(folds)}, "
+                + ", ".join(f"{k}={v}" for k, v in point.items()),
+                classes,
+            )
+            for f, (train, test) in enumerate(folds)
+            for point in outer
+        ]
+        results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
+
+        n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
+        shape = (n_folds, *[len(g) for g in outer_grids], n_path)
+        scores = np.array([r[0] for r in results]).reshape(n_folds, n_outer * n_path)
+        n_iter = np.array([r[1] for r in results]).reshape(n_folds, n_outer * n_path)
+        times = np.array([r[2] for r in results]).reshape(n_folds, n_outer * n_path)
+        grid_points = [
+            {**point, path_name: value} for point in outer for value in path_values
+        ]
+        self.scores_ = scores.reshape(shape)
+        self.n_iter_ = n_iter.reshape(shape)
+        self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter)
+
+        def logits_at(fold, flat):
+            o, k = divmod(flat, n_path)
+            return results[fold * n_outer + o][3][k]
+
+        if self.refit:
+            self.best_index_ = _first_best(scores.mean(axis=0))
+            best_per_fold = [self.best_index_] * n_folds
+        else:
+            self.best_index_ = None
+            best_per_fold = [_first_best(row) for row in scores]
+        held_out = np.concatenate(
+            [logits_at(f, b) for f, b in enumerate(best_per_fold)]
+        )
+        y_held_out = np.concatenate([y_encoded[test] for _, test in folds])
+        sw_held_out = (
+            None
+            if sample_weight is None
+            else np.concatenate([sample_weight[test] for _, test in folds])
+        )
+        self.temperature_ = (
+            fit_temperature(held_out, y_held_out, sw_held_out)
+            if self.calibrate
+            else 1.0
+        )
+
+        if self.refit:
+            chosen = grid_points[self.best_index_]
+            self._set_chosen(chosen, path_name)
+            start = results[self.best_index_ // n_path][4][self.best_index_ % n_path]
+            self.estimator_ = self._refit(start, X, y, sample_weight)
+            self.estimators_ = None
+        else:
+            chosen_points = [grid_points[b] for b in best_per_fold]
+            averaged = {
+                key: (
+                    float(np.mean([p[key] for p in chosen_points]))
+                    if all(isinstance(p[key], float) for p in chosen_points)
+                    else chosen_points[0][key]
+                )
+                for key in chosen_points[0]
+            }
+            self._set_chosen(averaged, path_name)
+            self.estimator_ = None
+            self.estimators_ = [
+                results[f * n_outer + b // n_path][4][b % n_path]
+                for f, b in enumerate(best_per_fold)
+            ]
+        return self
+
+    def _set_chosen(self, point, path_name):
+        for key, value in point.items():
+            setattr(self, f"{key}_", value)
+        if path_name == "C":
+            self.s_ = None
+
+    def _refit(self, start, X, y, sample_weight):
+        """Refit on all the data, warm-started from a fold's model.
+
+        The first fold's model at the chosen point is a few L-BFGS iterations
+        away from the full-data optimum (as LogisticRegressionCV starts its
+        refit from the folds' coefficients); a class missing from that fold
+        changes the shapes and the estimator then starts cold by itself.
+        """
+        estimator = copy.deepcopy(start).set_params(warm_start=True)
+        fit_kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+        estimator.fit(X, y, **fit_kwargs)
+        return estimator.set_params(warm_start=False)
+
+    def _cv_results(self, grid_points, scores, times, n_iter):
+        results = {
+            f"param_{key}": np.array([p[key] for p in grid_points], dtype=object)
+            for key in grid_points[0]
+        }
+        results["params"] = grid_points
+        for fold, row in enumerate(scores):
+            results[f"split{fold}_test_score"] = row
+        mean = scores.mean(axis=0)
+        results["mean_test_score"] = mean
+        results["std_test_score"] = scores.std(axis=0)
+        order = np.argsort(-mean, kind="stable")
+        rank = np.empty(len(mean), dtype=np.int32)
+        rank[order] = np.arange(1, len(mean) + 1)
+        results["rank_test_score"] = rank
+        results["mean_fit_time"] = times.mean(axis=0)
+        results["mean_n_iter"] = n_iter.mean(axis=0)
+        return results
+
+    # -- prediction -----------------------------------------------------------
+    def decision_function(self, X):
+        """Margin-free logits of the chosen model (fold average if not refit).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
+        )
+        if self.estimator_ is not None:
+            return self.estimator_.decision_function(X)
+        logits = [_class_logits(est, X, self.classes_) for est in self.estimators_]
+        mean = np.mean(logits, axis=0).astype(logits[0].dtype, copy=False)
+        return mean[:, 1] - mean[:, 0] if mean.shape[1] == 2 else mean
+
+    def predict(self, X):
+        """Class of the largest logit.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        logits = logits_from_decision(self.decision_function(X))
+        return self.classes_[np.argmax(logits, axis=1)]
+
+    def predict_proba(self, X):
+        r"""Calibrated probabilities :math:`\mathrm{softmax}(z / T)`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        logits = logits_from_decision(self.decision_function(X))
+        scaled = logits / logits.dtype.type(self.temperature_)
+        return softmax(scaled, copy=False)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (taken from it, so both agree).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return np.log(self.predict_proba(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _first_best(mean_scores):
+    """Index of the first score within rounding of the best one.
+
+    Ties go to the earliest grid point (smallest ``s`` or ``C``: the strongest
+    regularisation, as in LogisticRegressionCV); the tolerance keeps the choice
+    stable when equal scores are summed in different orders (sample weights
+    against repeated rows).
+    """
+    mean_scores = np.asarray(mean_scores)
+    best = np.max(mean_scores)
+    return int(np.flatnonzero(mean_scores >= best - 1e-10 * max(1.0, abs(best)))[0])

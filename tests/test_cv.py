@@ -1,0 +1,331 @@
+"""The cross-validated estimators: conformance, grids, paths, calibration."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
+from sklearn.datasets import load_iris, make_classification
+from sklearn.metrics import log_loss
+from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklmargin import (
+    KernelMarginSoftmaxClassifierCV,
+    MarginSoftmaxClassifier,
+    MarginSoftmaxClassifierCV,
+)
+from sklmargin._calibration import (
+    T_MAX,
+    T_MIN,
+    expected_calibration_error,
+    fit_temperature,
+)
+
+# Small grids, 2-3 folds and tol=1e-3 keep the suite fast (the sparse checks
+# alone fit every sparse format: 4-5 times faster than at tol=1e-4).
+CONFORMANCE_CONFIGS = [
+    MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.05], cv=3, tol=1e-3),
+    MarginSoftmaxClassifierCV(loss="softmax", Cs=[0.1, 1.0], cv=3, tol=1e-3),
+    MarginSoftmaxClassifierCV(
+        ss=[10.0, 30.0], ms=[0.0, 0.05], cv=2, refit=False, tol=1e-3
+    ),
+    KernelMarginSoftmaxClassifierCV(
+        gammas=["scale", 0.5],
+        ss=[10.0, 30.0],
+        ms=[0.05],
+        n_components=30,
+        cv=2,
+        tol=1e-3,
+        random_state=0,
+    ),
+]
+
+
+@parametrize_with_checks(CONFORMANCE_CONFIGS)
+def test_sklearn_conformance(estimator, check):
+    check(estimator)
+
+
+# -- behaviour ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    """A synthetic problem with label noise: a confident model is overconfident."""
+    X, y = make_classification(
+        n_samples=900,
+        n_features=10,
+        n_informative=6,
+        n_classes=3,
+        flip_y=0.15,
+        class_sep=1.0,
+        random_state=0,
+    )
+    return train_test_split(X, y, test_size=0.5, random_state=0, stratify=y)
+
+
+@pytest.mark.parametrize(
+    "loss, ms, kept",
+    [
+        ("normface", [0.0, 0.05, 0.1], [0.0]),
+        ("am-softmax", [0.0, 0.05, 2.0, -0.1], [0.0, 0.05]),
+        ("l-softmax", [0.0, 0.5, 2.0], [2.0]),
+        ("softmax", [0.0, 0.1], [0.0]),
+    ],
+)
+def test_invalid_margins_are_skipped_with_a_warning(iris, loss, ms, kept):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(loss=loss, ms=ms, cv=2)
+    params = {"Cs": [1.0]} if loss in ("softmax", "l-softmax") else {"ss": [10.0]}
+    clf.set_params(**params)
+    with pytest.warns(UserWarning, match="Skipping m="):
+        clf.fit(X, y)
+    assert sorted(set(clf.cv_results_["param_m"])) == kept
+    assert clf.scores_.shape == (2, len(kept), 1)
+    assert clf.m_ in kept
+
+
+def test_grid_without_a_valid_margin_raises_the_domain_error(iris):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(loss="arcface", ms=[2.0, 3.0], ss=[10.0], cv=2)
+    with pytest.raises(ValueError, match=r"m must be in \[0, pi/2\]"):
+        clf.fit(X, y)
+
+
+def test_invalid_scales_are_skipped(iris):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(ss=[-1.0, 10.0], ms=[0.05], cv=2)
+    with pytest.warns(UserWarning, match=r"Skipping s=\[-1.0\]"):
+        clf.fit(X, y)
+    assert clf.s_ == 10.0
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"loss": "softmax", "ss": [1.0]}, "pass Cs"),
+        ({"loss": "am-softmax", "Cs": [1.0]}, "pass ss"),
+    ],
+)
+def test_path_of_the_wrong_kind_raises(iris, params, match):
+    X, y = iris
+    with pytest.raises(ValueError, match=match):
+        MarginSoftmaxClassifierCV(cv=2, **params).fit(X, y)
+
+
+def test_warm_path_matches_cold_fits(iris):
+    X, y = iris
+    ss, m = [5.0, 10.0, 20.0, 40.0, 80.0], 0.05
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+    clf = MarginSoftmaxClassifierCV(ss=ss, ms=[m], cv=folds).fit(X, y)
+    cold = np.array(
+        [
+            [
+                MarginSoftmaxClassifier(s=s, m=m)
+                .fit(X[train], y[train])
+                .score(X[test], y[test])
+                for s in ss
+            ]
+            for train, test in folds
+        ]
+    )
+    warm = clf.scores_[:, 0, :]
+    # Same optimum up to the solver tolerance: one or two of 50 test rows may
+    # flip, the fold means agree closely.
+    assert np.max(np.abs(warm - cold)) <= 0.041
+    assert np.max(np.abs(warm.mean(axis=0) - cold.mean(axis=0))) <= 0.02
+    # The warm path is cheaper than cold fits after its first point.
+    cold_iter = [
+        MarginSoftmaxClassifier(s=s, m=m).fit(X[train], y[train]).n_iter_
+        for train, _ in folds
+        for s in ss[1:]
+    ]
+    assert clf.n_iter_[:, 0, 1:].sum() < np.sum(cold_iter)
+
+
+def test_parallel_folds_equal_sequential(iris):
+    X, y = iris
+    params = dict(ss=[5.0, 20.0], ms=[0.0, 0.1], cv=2)
+    serial = MarginSoftmaxClassifierCV(n_jobs=1, **params).fit(X, y)
+    parallel = MarginSoftmaxClassifierCV(n_jobs=2, **params).fit(X, y)
+    np.testing.assert_array_equal(serial.scores_, parallel.scores_)
+    np.testing.assert_array_equal(serial.n_iter_, parallel.n_iter_)
+    assert serial.temperature_ == parallel.temperature_
+    np.testing.assert_array_equal(serial.predict_proba(X), parallel.predict_proba(X))
+
+
+def test_temperature_lowers_held_out_log_loss(noisy):
+    X_train, X_test, y_train, y_test = noisy
+    params = dict(ss=[30.0, 60.0], ms=[0.05], cv=3)
+    calibrated = MarginSoftmaxClassifierCV(**params).fit(X_train, y_train)
+    raw = MarginSoftmaxClassifierCV(calibrate=False, **params).fit(X_train, y_train)
+    assert raw.temperature_ == 1.0
+    assert calibrated.temperature_ > 1.5  # label noise: the model is overconfident
+    loss_calibrated = log_loss(y_test, calibrated.predict_proba(X_test))
+    loss_raw = log_loss(y_test, raw.predict_proba(X_test))
+    assert loss_calibrated < 0.9 * loss_raw
+    # Calibration changes probabilities only: logits and labels are the model's.
+    np.testing.assert_array_equal(
+        calibrated.decision_function(X_test), raw.decision_function(X_test)
+    )
+    np.testing.assert_array_equal(calibrated.predict(X_test), raw.predict(X_test))
+    proba = calibrated.predict_proba(X_test)
+    assert np.array_equal(
+        calibrated.classes_[proba.argmax(axis=1)], calibrated.predict(X_test)
+    )
+
+
+def test_refit_false_averages_the_folds_best_models(iris):
+    X, y = iris
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=1).split(X, y))
+    ss = [2.0, 8.0, 32.0]
+    clf = MarginSoftmaxClassifierCV(ss=ss, ms=[0.0, 0.1], cv=folds, refit=False)
+    clf.fit(X, y)
+    assert clf.estimator_ is None and clf.best_index_ is None
+    assert len(clf.estimators_) == len(folds)
+    best_s, best_m = [], []
+    for fold, estimator in enumerate(clf.estimators_):
+        flat = clf.scores_[fold].ravel()
+        best = int(np.flatnonzero(flat == flat.max())[0])
+        point = clf.cv_results_["params"][best]
+        assert (estimator.s_, estimator.m_) == (point["s"], point["m"])
+        best_s.append(point["s"])
+        best_m.append(point["m"])
+    assert clf.s_ == pytest.approx(np.mean(best_s))
+    assert clf.m_ == pytest.approx(np.mean(best_m))
+    expected = np.mean([e.decision_function(X) for e in clf.estimators_], axis=0)
+    np.testing.assert_allclose(clf.decision_function(X), expected)
+
+
+def test_refit_true_uses_best_mean_score(iris):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(ss=[1.0, 10.0, 30.0], ms=[0.0], cv=3).fit(X, y)
+    mean = clf.scores_.mean(axis=0).ravel()
+    assert clf.best_index_ == int(np.argmax(mean))
+    assert clf.cv_results_["rank_test_score"][clf.best_index_] == 1
+    assert clf.s_ == clf.cv_results_["params"][clf.best_index_]["s"]
+    assert clf.estimator_.s_ == clf.s_ and clf.estimators_ is None
+    np.testing.assert_array_equal(
+        clf.cv_results_["mean_test_score"], clf.scores_.mean(axis=0).ravel()
+    )
+
+
+def test_penalised_loss_follows_C(iris):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(loss="softmax", Cs=[0.01, 1.0], cv=3).fit(X, y)
+    assert clf.s_ is None and clf.C_ in (0.01, 1.0)
+    assert clf.estimator_.C == clf.C_
+
+
+def test_kernel_cv_grid_over_gamma(iris):
+    X, y = iris
+    clf = KernelMarginSoftmaxClassifierCV(
+        gammas=[0.01, "scale"],
+        ss=[10.0, 30.0],
+        ms=[0.05],
+        n_components=50,
+        cv=3,
+        random_state=0,
+    ).fit(X, y)
+    assert clf.scores_.shape == (3, 2, 1, 2)
+    assert clf.gamma_ in (0.01, "scale")
+    assert list(clf.cv_results_["param_gamma"][:2]) == [0.01, 0.01]
+    assert clf.score(X, y) > 0.9
+
+
+def test_verbose_reports_each_fold_and_grid_point(iris, capsys):
+    X, y = iris
+    MarginSoftmaxClassifierCV(ss=[5.0, 10.0], ms=[0.0], cv=2, verbose=1).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "fold" in line]
+    assert len(lines) == 4
+    assert "fold 2/2" in lines[-1] and "s=10" in lines[-1] and "score=" in lines[-1]
+
+
+# -- the temperature ---------------------------------------------------------
+def _log_loss_at(T, z, y, w):
+    return -np.average(log_softmax(z / T, axis=1)[np.arange(len(y)), y], weights=w)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_temperature_minimises_log_loss(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 200, 4
+    z = 5 * rng.standard_normal((n, k))
+    y = np.where(rng.random(n) < 0.6, z.argmax(axis=1), rng.integers(0, k, n))
+    w = rng.random(n)
+    T = fit_temperature(z, y, w)
+    reference = minimize_scalar(
+        lambda log_t: _log_loss_at(np.exp(log_t), z, y, w),
+        bounds=(np.log(T_MIN), np.log(T_MAX)),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    assert T == pytest.approx(np.exp(reference.x), rel=1e-5)
+    h = 1e-4
+    assert _log_loss_at(T, z, y, w) <= _log_loss_at(T * (1 + h), z, y, w)
+    assert _log_loss_at(T, z, y, w) <= _log_loss_at(T * (1 - h), z, y, w)
+
+
+def test_temperature_integer_weights_equal_repeated_rows():
+    rng = np.random.default_rng(0)
+    z = 3 * rng.standard_normal((30, 3))
+    y = rng.integers(0, 3, 30)
+    w = rng.integers(0, 4, 30)
+    repeated = fit_temperature(np.repeat(z, w, axis=0), np.repeat(y, w))
+    assert fit_temperature(z, y, w) == pytest.approx(repeated, rel=1e-12)
+
+
+def test_temperature_edge_cases():
+    y = np.array([0, 1, 0])
+    assert fit_temperature(np.zeros((3, 2)), y) == 1.0
+    assert fit_temperature(np.ones((3, 2)), y, np.zeros(3)) == 1.0
+    # Every held-out row right: sharpen as far as allowed.
+    z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])
+    assert fit_temperature(z, y) == T_MIN
+    # Every row confidently wrong: flatten as far as allowed.
+    assert fit_temperature(-z, y) == T_MAX
+
+
+def test_expected_calibration_error_against_a_loop():
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(3), size=500)
+    y = rng.integers(0, 3, 500)
+    n_bins = 15
+    conf, pred = proba.max(axis=1), proba.argmax(axis=1)
+    total = 0.0
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        inside = (conf >= lo) & ((conf < hi) if b < n_bins - 1 else (conf <= hi))
+        if inside.any():
+            gap = abs(np.mean(pred[inside] == y[inside]) - conf[inside].mean())
+            total += inside.mean() * gap
+    assert expected_calibration_error(proba, y, n_bins) == pytest.approx(total)
+
+
+def test_scoring_string_is_used_for_selection(iris):
+    X, y = iris
+    clf = MarginSoftmaxClassifierCV(
+        ss=[1.0, 10.0, 100.0], ms=[0.05], cv=3, scoring="neg_log_loss"
+    ).fit(X, y)
+    scores = clf.scores_[:, 0, :]
+    assert np.all(scores < 0)  # log losses, negated
+    assert clf.s_ == [1.0, 10.0, 100.0][int(np.argmax(scores.mean(axis=0)))]
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_class_missing_from_a_training_fold(iris, refit):
+    X, y = iris
+    X = np.vstack([X, [[3.0, 3.0, 3.0, 3.0]]])
+    y = np.append(y, 3)  # one sample: the fold that tests it never trains on it
+    clf = MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.05], cv=3, refit=refit)
+    with pytest.warns(UserWarning, match="least populated class"):
+        clf.fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (151, 4) and np.all(np.isfinite(proba))
+    assert 0.1 < clf.temperature_ < 10
+    assert clf.score(X[:150], y[:150]) > 0.9
