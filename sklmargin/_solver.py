@@ -100,14 +100,17 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
     if verbose > 1:
         options["iprint"] = verbose - 1
     result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
-    if stationarity is None:
-        max_abs_grad = float(np.max(np.abs(result.jac), initial=0.0))
-    else:
-        max_abs_grad = stationarity(result.x, result.jac)
-    # status 0 also covers scipy's relative-reduction stop, and status 2 its
-    # "ABNORMAL" line-search end: both are round-off near an optimum only when
-    # the gradient is small, and a stall otherwise.
-    converged = result.status in (0, 2) and max_abs_grad <= _STALL_FACTOR * tol
+    raw_max = float(np.max(np.abs(result.jac), initial=0.0))
+    max_abs_grad = (
+        raw_max if stationarity is None else stationarity(result.x, result.jac)
+    )
+    # status 0 covers scipy's gradient test (raw_max <= tol) but also its
+    # relative-reduction stop, and status 2 its "ABNORMAL" line-search end:
+    # those are round-off near an optimum only when the gradient (on the
+    # objective's own scale) is small, and a stall otherwise.
+    converged = result.status in (0, 2) and (
+        raw_max <= tol or max_abs_grad <= _STALL_FACTOR * tol
+    )
     message = result.message
     if isinstance(message, bytes):  # older scipy
         message = message.decode()
