@@ -51,9 +51,9 @@ from sklmargin import MarginSoftmaxClassifierCV  # noqa: E402
 from sklmargin._margins import get_margin  # noqa: E402
 from sklmargin._objective import (  # noqa: E402
     LinearMarginObjective,
-    _row_norms,
     pointwise_loss_gradient,
 )
+from sklmargin._rows import prepare_rows, row_norms  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,14 +76,14 @@ class LearnableScaleObjective(LinearMarginObjective):
         self.s = s
         coef, intercept = self.unpack(base)
         cos, scale, w_hat, w_norm = self._forward(base)
-        loss, grad_cos, grad_b, grad_scale = pointwise_loss_gradient(
+        loss, grad_cos, grad_b, grad_scale, _ = pointwise_loss_gradient(
             cos,
             self.y,
             self.margin,
             self.m,
             scale,
             intercept=intercept,
-            sample_weight=self.sample_weight,
+            sample_weight=self.sw,
             return_scale_grad=True,
         )
         grad = np.empty_like(params)
@@ -109,9 +109,9 @@ def fit_learnable(X, y, *, m=0.05, s0=30.0, floor=10.0, alpha=1e-4, tol=1e-4):
     """Fit AM-Softmax with ``s`` learned; returns a predict-logits function."""
     classes, y_enc = np.unique(y, return_inverse=True)
     n_classes = len(classes)
-    constant = float(np.sqrt(np.mean(_row_norms(X) ** 2) / X.shape[1]))
+    constant = float(np.sqrt(np.mean(row_norms(X) ** 2) / X.shape[1]))
     objective = LearnableScaleObjective(
-        X,
+        prepare_rows(X, normalize=True, constant=constant),
         y_enc,
         n_classes,
         np.ones(X.shape[0]),
@@ -119,9 +119,7 @@ def fit_learnable(X, y, *, m=0.05, s0=30.0, floor=10.0, alpha=1e-4, tol=1e-4):
         m,
         s0,
         1.0,
-        1.0,
         True,
-        constant=constant,
         alpha=alpha,
     )
     # Start as the estimator does: class means of the lifted rows, log priors.
@@ -157,7 +155,7 @@ def check_gradient():
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((40, 5)), rng.integers(0, 3, 40)
     objective = LearnableScaleObjective(
-        X,
+        prepare_rows(X, normalize=True, constant=1.0),
         y,
         3,
         np.ones(40),
@@ -165,9 +163,7 @@ def check_gradient():
         0.1,
         10.0,
         1.0,
-        1.0,
         True,
-        constant=1.0,
         alpha=1e-3,
     )
     params = rng.standard_normal(objective.n_params)
