@@ -6,6 +6,7 @@ from ._estimators import MarginSoftmaxClassifier
 from ._features import RandomFourierFeatures
 from ._kernel import KernelMarginSoftmaxClassifier
 from ._margins import LOSS_NAMES
+from ._nystroem import NystroemFeatures
 from ._objective import margin_softmax_loss
 
 try:
@@ -17,6 +18,7 @@ __all__ = [
     "KernelMarginSoftmaxClassifier",
     "LOSS_NAMES",
     "MarginSoftmaxClassifier",
+    "NystroemFeatures",
     "RandomFourierFeatures",
     "margin_softmax_loss",
     "__version__",
