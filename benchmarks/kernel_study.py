@@ -16,8 +16,9 @@ store, a JSON-lines file, and skips rows it already has, so a killed run resumes
                s, vs tol=1e-4*30/s, a fixed absolute gradient tolerance);
                uniform centres, M=1000, gamma="scale", m=0.05
 * ``gamma``    gamma in {1/4, 1/2, 1, 2, 4} x "scale" and "median", at the chosen s
-* ``selector`` centres in {uniform, kmeans++, kmeans, rpcholesky} x M in
-               {500, 1000, 2000}, at the chosen s, stop and gamma
+* ``selector`` centres in {uniform, kmeans, rpcholesky} x M in {500, 1000, 2000}
+               and kmeans++ (seeding alone) at M=1000, at the chosen s, stop and
+               gamma
 * ``svc``      SVC(rbf) by GridSearchCV(cv=3) over C in {1, 10, 100} x gamma in
                {1/4, 1, 4} x scale (a9a: grid on a stratified 10,000-row subsample,
                refit on the full training split)
@@ -216,26 +217,46 @@ def best(rows, stage, configs, datasets):
 
 
 def s_configs():
-    """Stage s: s x stop rule (s=30 has one rule: both give tol*s = 3e-3)."""
-    configs = []
-    for s in S_GRID:
-        for stop in ("relative", "absolute"):
-            if s == 30 and stop == "absolute":
-                continue
-            configs.append({**BASE, "s": s, "stop": stop})
-    return configs
+    """Stage s: s x stop rule, most informative first.
+
+    s=30 has one rule (both give an absolute gradient tolerance of 3e-3).
+    """
+    order = [
+        (100, "relative"),
+        (300, "relative"),
+        (30, "relative"),
+        (600, "relative"),
+        (300, "absolute"),
+        (100, "absolute"),
+        (600, "absolute"),
+        (60, "relative"),
+        (200, "relative"),
+        (200, "absolute"),
+        (60, "absolute"),
+    ]
+    return [{**BASE, "s": s, "stop": stop} for s, stop in order]
 
 
 def gamma_configs(chosen):
-    """Stage gamma around the chosen s and stop."""
-    out = [{**chosen, "gamma": g} for g in GAMMA_MULTIPLES]
-    out[GAMMA_MULTIPLES.index(1.0)]["gamma"] = "scale"
-    return out + [{**chosen, "gamma": "median"}]
+    """Stage gamma around the chosen s and stop, most informative first."""
+    return [{**chosen, "gamma": g} for g in ("scale", 2.0, 0.5, "median", 4.0, 0.25)]
 
 
 def selector_configs(chosen):
-    """Stage selector: centres x width."""
-    return [{**chosen, "centres": c, "M": M} for c in SELECTORS for M in WIDTHS]
+    """Stage selector: centres x width (k-means++ seeding alone at M=1000 only)."""
+    order = [
+        ("uniform", 1000),
+        ("uniform", 2000),
+        ("rpcholesky", 1000),
+        ("kmeans", 1000),
+        ("uniform", 500),
+        ("rpcholesky", 500),
+        ("kmeans", 500),
+        ("rpcholesky", 2000),
+        ("kmeans", 2000),
+        ("kmeans++", 1000),
+    ]
+    return [{**chosen, "centres": c, "M": M} for c, M in order]
 
 
 def chosen_config(rows, datasets, through):
@@ -283,13 +304,28 @@ def stage_maptime(args, store, done, datasets):
 
 
 def run_configs(args, store, done, datasets, stage, configs):
-    for name in datasets:
-        X, y, X_test, y_test, gamma_scale = load(args.data, name)
-        for config in configs:
-            if config.get("head") == "ovo" and len(np.unique(y)) == 2:
-                continue
+    """Config-major: a killed run leaves whole configs, over every dataset, done.
+
+    A config already measured in another stage (same dict) is copied, not rerun.
+    """
+    measured = {
+        (r["dataset"], json.dumps(r["config"], sort_keys=True)): r
+        for r in load_store(store)
+        if "cv" in r
+    }
+    for config in configs:
+        for name in datasets:
             row = {"stage": stage, "dataset": name, "config": config}
             if key(row) in done:
+                continue
+            previous = measured.get((name, json.dumps(config, sort_keys=True)))
+            if previous is not None:
+                row = {**previous, "stage": stage}
+                append(store, row)
+                done.add(key(row))
+                continue
+            X, y, X_test, y_test, gamma_scale = load(args.data, name)
+            if config.get("head") == "ovo" and len(np.unique(y)) == 2:
                 continue
             row.update(
                 evaluate(
@@ -298,6 +334,7 @@ def run_configs(args, store, done, datasets, stage, configs):
             )
             append(store, row)
             done.add(key(row))
+            measured[(name, json.dumps(config, sort_keys=True))] = row
             print(row, flush=True)
 
 
@@ -435,10 +472,13 @@ def run(args):
         datasets = [d for d in datasets if d in args.datasets.split(",")]
     done = {key(r) for r in load_store(store)}
     stages = args.stages.split(",")
+    everything = datasets
+    sweeps = [d for d in datasets if d not in args.skip.split(",")]
     with threadpool_limits(1):
         for stage in stages:
             print(f"== stage {stage} {datetime.now(timezone.utc):%H:%M:%S}", flush=True)
             rows = load_store(store)
+            datasets = everything if stage in ("svc", "default") else sweeps
             if stage == "maptime":
                 stage_maptime(args, store, done, datasets)
             elif stage == "s":
@@ -578,6 +618,9 @@ def main():
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--store", default="kernel_study.jsonl")
     parser.add_argument("--datasets", help="comma-separated names (default: all)")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated datasets left out of the sweeps"
+    )
     parser.add_argument(
         "--stages", default="maptime,s,gamma,selector,svc,ovo,default,memory,m"
     )
