@@ -313,7 +313,7 @@ def run_configs(args, store, done, datasets, stage, configs):
         for r in load_store(store)
         if "cv" in r
     }
-    for config in configs:
+    for config in configs[: args.limit]:
         for name in datasets:
             row = {"stage": stage, "dataset": name, "config": config}
             if key(row) in done:
@@ -625,6 +625,9 @@ def main():
         "--stages", default="maptime,s,gamma,selector,svc,ovo,default,memory,m"
     )
     parser.add_argument("--config", help="JSON config for ovo/m/default stages")
+    parser.add_argument(
+        "--limit", type=int, help="run only the first LIMIT configs of each sweep"
+    )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--centres", default="uniform")
     args = parser.parse_args()
