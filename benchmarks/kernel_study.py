@@ -20,8 +20,8 @@ store, a JSON-lines file, and skips rows it already has, so a killed run resumes
                and kmeans++ (seeding alone) at M=1000, at the chosen s, stop and
                gamma
 * ``svc``      SVC(rbf) by GridSearchCV(cv=3) over C in {1, 10, 100} x gamma in
-               {1/4, 1, 4} x scale (a9a: grid on a stratified 10,000-row subsample,
-               refit on the full training split)
+               {1/4, 1, 4} x scale (grid on at most --svc-grid-max rows, refit on
+               at most --svc-refit-max rows, stratified subsamples)
 * ``ovo``      OneVsOneClassifier over the shared mapped features at the chosen
                config (multiclass datasets only)
 * ``m``        m in {0, 0.05, 0.1, 0.2} at the chosen config
@@ -83,7 +83,6 @@ SELECTORS = ["uniform", "kmeans++", "kmeans", "rpcholesky"]
 WIDTHS = [500, 1000, 2000]
 SVC_C = [1.0, 10.0, 100.0]
 SVC_GAMMA_MULTIPLES = [0.25, 1.0, 4.0]
-SVC_GRID_MAX = 10_000
 BASE = {"centres": "uniform", "M": 1000, "gamma": "scale", "s": 100, "m": 0.05}
 
 
@@ -346,11 +345,16 @@ def stage_svc(args, store, done, datasets):
         X, y, X_test, y_test, gamma_scale = load(args.data, name)
         X, X_test = X.astype(np.float64), X_test.astype(np.float64)
         X_grid, y_grid = X, y
-        if len(y) > SVC_GRID_MAX:
+        if len(y) > args.svc_grid_max:
             X_grid, _, y_grid, _ = train_test_split(
-                X, y, train_size=SVC_GRID_MAX, stratify=y, random_state=0
+                X, y, train_size=args.svc_grid_max, stratify=y, random_state=0
             )
-            row["grid_subsample"] = SVC_GRID_MAX
+            row["grid_subsample"] = args.svc_grid_max
+        if len(y) > args.svc_refit_max:
+            X, _, y, _ = train_test_split(
+                X, y, train_size=args.svc_refit_max, stratify=y, random_state=0
+            )
+            row["refit_subsample"] = args.svc_refit_max
         grid = GridSearchCV(
             Pipeline([("scale", StandardScaler()), ("svc", SVC())]),
             {
