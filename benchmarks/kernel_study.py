@@ -633,6 +633,8 @@ def main():
         "--limit", type=int, help="run only the first LIMIT configs of each sweep"
     )
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--svc-grid-max", type=int, default=10_000)
+    parser.add_argument("--svc-refit-max", type=int, default=10**9)
     parser.add_argument("--centres", default="uniform")
     args = parser.parse_args()
     if args.command == "run":
