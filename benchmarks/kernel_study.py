@@ -159,7 +159,7 @@ def ours(config, gamma_scale, random_state=0):
 
 def n_iter_of(model):
     """Solver iterations of the final step (max over OvO's binary heads)."""
-    head = model.named_steps["clf"] if hasattr(model, "named_steps") else model
+    head = model.named_steps.get("clf") if hasattr(model, "named_steps") else model
     if hasattr(head, "estimators_"):
         return int(max(est.n_iter_ for est in head.estimators_))
     return int(getattr(head, "n_iter_", -1))
