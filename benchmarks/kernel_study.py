@@ -613,13 +613,18 @@ def report(args):
     if default:
         print("### default vs tuned SVC, same run\n")
         print(
-            "| dataset | ours test | SVC test | diff | ours fit | SVC fit | "
-            "ours predict | SVC predict |\n|---|---|---|---|---|---|---|---|"
+            "| head | dataset | ours test | SVC test | diff | ours fit | SVC fit | "
+            "ours predict | SVC predict |\n|---|---|---|---|---|---|---|---|---|"
         )
-        for r in default:
+        for r in sorted(
+            default, key=lambda r: (r["config"].get("head", ""), r["dataset"])
+        ):
             o, v = r["ours"], r["svc"]
+            head = r["config"].get("head", "multinomial")
+            subsample = " (SVC on 10k rows)" if "svc_refit_subsample" in r else ""
             print(
-                f"| {r['dataset']} | {100 * o['test']:.2f} | {100 * v['test']:.2f} | "
+                f"| {head} | {r['dataset']}{subsample} | {100 * o['test']:.2f} | "
+                f"{100 * v['test']:.2f} | "
                 f"{100 * (o['test'] - v['test']):+.2f} | {o['fit_s']:.2f} | "
                 f"{v['fit_s']:.2f} | {o['predict_s']:.3f} | {v['predict_s']:.3f} |"
             )
