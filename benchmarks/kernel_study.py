@@ -27,6 +27,7 @@ store, a JSON-lines file, and skips rows it already has, so a killed run resumes
 * ``m``        m in {0, 0.05, 0.1, 0.2} at the chosen config
 * ``default``  the recommended config and SVC (its CV-chosen C, gamma) timed in
                the same run, medians of ``--repeats`` fits
+* ``extra``    the ``--config`` given, reported with the selector stage
 * ``memory``   peak RSS of NystroemFeatures(M=2000).fit_transform on 1e5 x 50
                float32 (a fresh subprocess)
 
@@ -518,6 +519,9 @@ def run(args):
                     run_configs(args, store, done, datasets, "m", configs)
                 else:
                     stage_default(args, store, done, datasets, chosen)
+            elif stage == "extra":  # exactly the --config given, in the selector table
+                configs = [json.loads(args.config)]
+                run_configs(args, store, done, datasets, "selector", configs)
             elif stage == "memory":
                 stage_memory(args, store, done)
             else:

@@ -325,21 +325,15 @@ def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
         accepted = []
         lower = np.zeros((len(block), len(block)))
         for j in range(len(block)):
-            row = inner[j, accepted] if accepted else np.empty(0)
-            solved = (
-                solve_triangular(
-                    lower[np.ix_(range(len(accepted)), range(len(accepted)))],
-                    row,
-                    lower=True,
-                )
-                if accepted
-                else row
+            size = len(accepted)
+            # Row j of the Cholesky factor against the pivots accepted so far.
+            solved = solve_triangular(
+                lower[:size, :size], inner[j, accepted], lower=True
             )
             pivot = inner[j, j] - solved @ solved
             if pivot > noise:
-                position = len(accepted)
-                lower[position, :position] = solved
-                lower[position, position] = np.sqrt(pivot)
+                lower[size, :size] = solved
+                lower[size, size] = np.sqrt(pivot)
                 accepted.append(j)
         residual[block] = 0.0
         if accepted:
