@@ -7,6 +7,7 @@ from ._estimators import MarginSoftmaxClassifier
 from ._features import RandomFourierFeatures
 from ._kernel import KernelMarginSoftmaxClassifier
 from ._margins import LOSS_NAMES
+from ._nystroem import NystroemFeatures
 from ._objective import margin_softmax_loss
 from ._onnx import register_onnx_converters, to_onnx
 from ._skops import skops_trusted_types
@@ -22,6 +23,7 @@ __all__ = [
     "LOSS_NAMES",
     "MarginSoftmaxClassifier",
     "MarginSoftmaxClassifierCV",
+    "NystroemFeatures",
     "RandomFourierFeatures",
     "margin_softmax_loss",
     "register_onnx_converters",

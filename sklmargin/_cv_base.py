@@ -23,20 +23,19 @@ from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import fit_temperature, logits_from_decision
+from ._compat import fit_context
+from ._doc_link import DocLinkMixin
 from ._estimators import MarginSoftmaxClassifier
 from ._margins import get_margin
+from ._validation import check_weights
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
 #: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
@@ -184,7 +183,7 @@ def _fit_path(
     return scores, n_iter, fit_time, logits, models
 
 
-class _BaseMarginSoftmaxCV(ClassifierMixin, BaseEstimator):
+class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
     """Path, folds, selection and temperature shared by the two CV estimators.
 
     Subclasses define ``_estimator_class``, ``_estimator_params`` (the names
@@ -267,7 +266,7 @@ class _BaseMarginSoftmaxCV(ClassifierMixin, BaseEstimator):
 
         return score
 
-    @_fit_context(prefer_skip_nested_validation=False)
+    @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
         """Cross-validate the path, refit, and fit the temperature.
 
@@ -294,9 +293,7 @@ class _BaseMarginSoftmaxCV(ClassifierMixin, BaseEstimator):
             )
         self.classes_ = classes
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(
-                sample_weight, X, dtype=np.float64, ensure_non_negative=True
-            )
+            sample_weight = check_weights(sample_weight, X.shape[0])
         path_name, path_values, outer_names, outer_grids = self._resolve_grid()
         outer = [
             dict(zip(outer_names, point, strict=True))

@@ -1,0 +1,396 @@
+r"""Centre selectors ("import vectors") for the Nyström approximation of the RBF kernel.
+
+Nyström approximates :math:`k(x, x') = \exp(-\gamma \lVert x - x' \rVert^2)` through
+its values on a few centres :math:`c_1, \dots, c_M`; which centres are taken decides
+how good the approximation is at a given width :math:`M`. Every selector here works
+on the *distinct* rows of the training data, each carrying the total sample weight
+of its copies, sorted (:func:`distinct_weighted_rows`): an integer sample weight is
+then exactly equivalent to repeating a row, and the result does not depend on the
+order of the rows.
+
+Selectors (all weight-proportional):
+
+* ``"uniform"``: a weighted draw without replacement (Williams & Seeger 2001).
+* ``"kmeans++"``: k-means++ seeding (Arthur & Vassilvitskii 2007), each row drawn
+  with probability proportional to its weight times its squared distance to the
+  nearest centre already chosen.
+* ``"kmeans"``: the same seeding followed by a few weighted Lloyd steps; the centres
+  are then cluster means, not data rows (Zhang, Tsang & Kwok 2008).
+* ``"rpcholesky"``: randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023),
+  each pivot drawn with probability proportional to its weight times the residual
+  diagonal of the kernel matrix, in blocks.
+
+With at most ``n_centres`` distinct rows every selector returns all of them: the
+approximation is then the exact kernel machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy import sparse
+from scipy.linalg import solve_triangular
+from sklearn.utils import gen_batches
+
+__all__ = [
+    "CENTRE_SELECTORS",
+    "distinct_weighted_rows",
+    "kmeans_centres",
+    "kmeans_plusplus_centres",
+    "rbf_kernel_block",
+    "rpcholesky_centres",
+    "select_centres",
+    "uniform_centres",
+]
+
+# Temporaries per row block (distances to all centres) stay below this many bytes.
+# Module level so that tests can shrink it to exercise the blocking.
+_BLOCK_BYTES = 32 * 2**20
+
+# Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.
+_LLOYD_STEPS = 5
+
+
+def _rows_per_block(row_bytes: int) -> int:
+    """Return how many rows of ``row_bytes`` bytes fit in the block budget."""
+    return max(1, _BLOCK_BYTES // max(1, row_bytes))
+
+
+def distinct_weighted_rows(X: np.ndarray, sample_weight: np.ndarray):
+    """Return the distinct positive-weight rows of ``X`` and their total weights.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense data.
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights with a positive sum.
+
+    Returns
+    -------
+    rows : ndarray of shape (n_distinct, n_features)
+        The distinct rows among those with positive weight, in lexicographic
+        order (``np.unique``), so independent of the order of ``X``.
+    weights : ndarray of shape (n_distinct,)
+        float64 sum of the sample weights of each distinct row's copies.
+    """
+    positive = sample_weight > 0
+    rows, inverse = np.unique(X[positive], axis=0, return_inverse=True)
+    weights = np.bincount(
+        inverse.ravel(), weights=sample_weight[positive], minlength=rows.shape[0]
+    )
+    return rows, weights
+
+
+def rbf_kernel_block(
+    A: np.ndarray,
+    B: np.ndarray,
+    gamma: float,
+    B_squared_norms: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    r"""Return :math:`\exp(-\gamma \lVert a_i - b_j \rVert^2)` for all row pairs.
+
+    Squared distances come from one GEMM,
+    :math:`\lVert a \rVert^2 + \lVert b \rVert^2 - 2\, a^\top b`, clipped at 0
+    (rounding can make them slightly negative); everything is computed in the
+    dtype of ``A``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_a, n_features)
+    B : ndarray of shape (n_b, n_features)
+        Same dtype as ``A``.
+    gamma : float
+        Kernel coefficient.
+    B_squared_norms : ndarray of shape (n_b,), default=None
+        Precomputed :math:`\lVert b_j \rVert^2` (in the dtype of ``A``).
+    out : ndarray of shape (n_a, n_b), default=None
+        Where to write the result.
+
+    Returns
+    -------
+    K : ndarray of shape (n_a, n_b)
+    """
+    if B_squared_norms is None:
+        B_squared_norms = np.einsum("ij,ij->i", B, B)
+    K = np.matmul(A, B.T, out=out)
+    K *= -2.0
+    K += np.einsum("ij,ij->i", A, A)[:, None]
+    K += B_squared_norms[None, :]
+    np.maximum(K, 0.0, out=K)
+    K *= -gamma
+    np.exp(K, out=K)
+    return K
+
+
+def uniform_centres(rows, weights, n_centres, gamma, rng):
+    r"""Draw ``n_centres`` rows without replacement, with probability ∝ weight.
+
+    Successive weighted sampling by exponential races (Efraimidis & Spirakis
+    2006): row :math:`i` gets the key :math:`E_i / w_i` with
+    :math:`E_i \sim \mathrm{Exp}(1)`; the ``n_centres`` smallest keys win. This is
+    the same law as drawing one row at a time with probability ∝ weight among
+    those not yet drawn, in one vectorised pass.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_distinct, n_features)
+        Distinct rows (see :func:`distinct_weighted_rows`).
+    weights : ndarray of shape (n_distinct,)
+        Positive weights.
+    n_centres : int
+        Number of centres, ``< n_distinct``.
+    gamma : float
+        Unused (the signature is shared by all selectors).
+    rng : numpy.random.RandomState
+        Source of randomness.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_centres, n_features)
+    """
+    keys = rng.standard_exponential(rows.shape[0]) / weights
+    chosen = np.sort(np.argpartition(keys, n_centres - 1)[:n_centres])
+    return rows[chosen]
+
+
+def _kmeans_plusplus_indices(rows, weights, n_centres, rng):
+    """Return the indices of weighted k-means++ seeds (one candidate per step)."""
+    n_rows = rows.shape[0]
+    rows64 = rows.astype(np.float64, copy=False)
+    squared_norms = np.einsum("ij,ij->i", rows64, rows64)
+    chosen = np.empty(n_centres, dtype=np.intp)
+    chosen[0] = rng.choice(n_rows, p=weights / weights.sum())
+    nearest = np.full(n_rows, np.inf)
+    for k in range(n_centres):
+        if k > 0:
+            # Draw proportional to weight times squared distance to the nearest seed;
+            # chosen rows have distance 0 and cannot be drawn twice.
+            score = weights * nearest
+            total = score.sum()
+            if not total > 0:  # fewer distinct points than seeds (callers avoid it)
+                return chosen[:k]
+            chosen[k] = min(
+                int(np.searchsorted(np.cumsum(score), rng.uniform() * total)),
+                n_rows - 1,
+            )
+        centre = rows64[chosen[k]]
+        distance = squared_norms - 2.0 * (rows64 @ centre) + centre @ centre
+        np.maximum(distance, 0.0, out=distance)
+        distance[chosen[k]] = 0.0
+        np.minimum(nearest, distance, out=nearest)
+    return chosen
+
+
+def kmeans_plusplus_centres(rows, weights, n_centres, gamma, rng):
+    r"""Weighted k-means++ seeding (Arthur & Vassilvitskii 2007).
+
+    The first centre is drawn with probability ∝ :math:`w_i`, every next one with
+    probability ∝ :math:`w_i\, D(x_i)^2`, :math:`D` the distance to the nearest
+    centre so far. Seeds spread over the data and favour dense regions; they are
+    data rows.
+
+    Parameters
+    ----------
+    rows, weights, n_centres, gamma, rng
+        As in :func:`uniform_centres`.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_centres, n_features)
+    """
+    return rows[np.sort(_kmeans_plusplus_indices(rows, weights, n_centres, rng))]
+
+
+def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
+    r"""Weighted k-means++ seeds refined by a few weighted Lloyd steps.
+
+    Each Lloyd step assigns every row to its nearest centre (blocked GEMM
+    distances) and moves each centre to the weighted mean
+    :math:`c_k = \sum_{i \in k} w_i x_i / \sum_{i \in k} w_i` of its rows; a centre
+    that loses all its rows stays where it is. k-means centres minimise a bound on
+    the Nyström error (Zhang, Tsang & Kwok 2008).
+
+    Parameters
+    ----------
+    rows, weights, n_centres, gamma, rng
+        As in :func:`uniform_centres`.
+    n_steps : int, default=None
+        Number of Lloyd steps; None means 5.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_centres, n_features)
+        Cluster means, in the dtype of ``rows``.
+    """
+    n_steps = _LLOYD_STEPS if n_steps is None else n_steps
+    seeds = np.sort(_kmeans_plusplus_indices(rows, weights, n_centres, rng))
+    centres = rows[seeds].astype(np.float64)
+    rows64 = rows.astype(np.float64, copy=False)
+    block = _rows_per_block(8 * centres.shape[0])
+    for _ in range(n_steps):
+        centre_norms = np.einsum("ij,ij->i", centres, centres)
+        labels = np.empty(rows.shape[0], dtype=np.intp)
+        for batch in gen_batches(rows.shape[0], block):
+            # |x|^2 is constant per row: the argmin needs |c|^2 - 2 x.c only.
+            distance = rows64[batch] @ centres.T
+            distance *= -2.0
+            distance += centre_norms
+            labels[batch] = np.argmin(distance, axis=1)
+        mass = np.bincount(labels, weights=weights, minlength=centres.shape[0])
+        # Weighted cluster sums as one sparse (clusters x rows) product.
+        membership = sparse.csr_matrix(
+            (weights, (labels, np.arange(rows.shape[0]))),
+            shape=(centres.shape[0], rows.shape[0]),
+        )
+        sums = np.asarray(membership @ rows64)
+        moved = mass > 0
+        new_centres = centres.copy()
+        new_centres[moved] = sums[moved] / mass[moved, None]
+        if np.array_equal(new_centres, centres):
+            break
+        centres = new_centres
+    return centres.astype(rows.dtype, copy=False)
+
+
+def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
+    r"""Centres chosen by blocked, weighted randomly pivoted Cholesky.
+
+    Builds a low-rank factor :math:`F` with :math:`K \approx F F^\top` of the kernel
+    matrix of the distinct rows. With :math:`d = \operatorname{diag}(K - F F^\top)`
+    the residual diagonal (1 at the start: :math:`k(x, x) = 1`), each step draws a
+    block of pivots i.i.d. with probability :math:`\propto w_i d_i` (a row of weight
+    :math:`w` behaves like :math:`w` copies, all of which are explained once one is
+    a pivot), evaluates the residual columns
+    :math:`G = K_{:,S} - F F_{S,:}^\top`, factors the block's own residual
+    :math:`G_{S,S} = L L^\top` by a Cholesky that skips pivots whose residual
+    fell below :math:`100\,\varepsilon` on the way (near duplicates within a
+    block), appends :math:`G_{:,S} L^{-\top}` to :math:`F` and subtracts its
+    squared row norms from :math:`d` (Chen, Epperly, Tropp & Webber 2023,
+    Algorithm 2 and the block variant of section 5). Cost
+    :math:`O(n M^2 + n M d)`, memory one :math:`n \times M` factor in the dtype
+    of ``rows``.
+
+    Parameters
+    ----------
+    rows, weights, n_centres, gamma, rng
+        As in :func:`uniform_centres`; ``gamma`` is the kernel coefficient.
+    block_size : int, default=None
+        Pivots drawn per block; None means ``ceil(n_centres / 10)`` capped at 100
+        (small blocks keep the sampling adaptive, large ones use BLAS well).
+
+    Returns
+    -------
+    centres : ndarray of shape (n_chosen, n_features)
+        ``n_chosen <= n_centres``; fewer only when the residual vanished (the rows
+        span the kernel numerically).
+
+    References
+    ----------
+    .. [1] Y. Chen, E. N. Epperly, J. A. Tropp and R. J. Webber, "Randomly pivoted
+       Cholesky: Practical approximation of a kernel matrix with few entry
+       evaluations", Communications on Pure and Applied Mathematics, 2024.
+       arXiv:2207.06503.
+    """
+    n_rows = rows.shape[0]
+    dtype = rows.dtype
+    if block_size is None:
+        block_size = min(100, -(-n_centres // 10))
+    # Below this residual a pivot is rounding noise (kernel diagonal = 1).
+    noise = 100.0 * np.finfo(dtype).eps
+    factor = np.empty((n_rows, n_centres), dtype=dtype)
+    residual = np.ones(n_rows)
+    squared_norms = np.einsum("ij,ij->i", rows, rows)
+    pivots = []
+    rank = 0
+    while rank < n_centres:
+        score = weights * residual
+        total = score.sum()
+        if not total > 0 or residual.max() <= noise:
+            break
+        draws = rng.choice(
+            n_rows, size=min(block_size, n_centres - rank), p=score / total
+        )
+        # Keep the first occurrence of every drawn row, in draw order.
+        _, first = np.unique(draws, return_index=True)
+        block = draws[np.sort(first)]
+        columns = rbf_kernel_block(rows, rows[block], gamma, squared_norms[block])
+        if rank:
+            columns -= factor[:, :rank] @ factor[block, :rank].T
+        # Cholesky of the block's residual with rejection of dependent pivots.
+        inner = columns[block].astype(np.float64)
+        inner = (inner + inner.T) / 2.0
+        accepted = []
+        lower = np.zeros((len(block), len(block)))
+        for j in range(len(block)):
+            size = len(accepted)
+            # Row j of the Cholesky factor against the pivots accepted so far.
+            solved = solve_triangular(
+                lower[:size, :size], inner[j, accepted], lower=True
+            )
+            pivot = inner[j, j] - solved @ solved
+            if pivot > noise:
+                lower[size, :size] = solved
+                lower[size, size] = np.sqrt(pivot)
+                accepted.append(j)
+        residual[block] = 0.0
+        if accepted:
+            size = len(accepted)
+            new = solve_triangular(
+                lower[:size, :size],
+                columns[:, accepted].T.astype(np.float64),
+                lower=True,
+            ).T
+            residual -= np.einsum("ij,ij->i", new, new)
+            np.maximum(residual, 0.0, out=residual)
+            residual[block] = 0.0
+            factor[:, rank : rank + size] = new
+            rank += size
+            pivots.extend(block[accepted].tolist())
+    return rows[np.sort(np.asarray(pivots, dtype=np.intp))]
+
+
+CENTRE_SELECTORS: dict[str, Callable] = {
+    "uniform": uniform_centres,
+    "kmeans++": kmeans_plusplus_centres,
+    "kmeans": kmeans_centres,
+    "rpcholesky": rpcholesky_centres,
+}
+
+
+def select_centres(X, sample_weight, n_centres, gamma, method, rng):
+    """Choose at most ``n_centres`` Nyström centres among the rows of ``X``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense training data.
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights with a positive sum.
+    n_centres : int
+        Requested number of centres.
+    gamma : float
+        Kernel coefficient (used by ``"rpcholesky"``).
+    method : {"uniform", "kmeans++", "kmeans", "rpcholesky"}
+        Selector, see :data:`CENTRE_SELECTORS`.
+    rng : numpy.random.RandomState
+        Source of randomness.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_chosen, n_features)
+        In the dtype of ``X``; all distinct positive-weight rows when there are at
+        most ``n_centres`` of them.
+    """
+    try:
+        selector = CENTRE_SELECTORS[method]
+    except KeyError:
+        raise ValueError(
+            f"centres must be one of {sorted(CENTRE_SELECTORS)}, got {method!r}."
+        ) from None
+    rows, weights = distinct_weighted_rows(X, sample_weight)
+    if rows.shape[0] <= n_centres:
+        return rows
+    return selector(rows, weights, n_centres, gamma, rng)
