@@ -87,15 +87,17 @@ def rbf_kernel_block(
     A: np.ndarray,
     B: np.ndarray,
     gamma: float,
-    B_squared_norms: np.ndarray | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""Return :math:`\exp(-\gamma \lVert a_i - b_j \rVert^2)` for all row pairs.
 
-    Squared distances come from one GEMM,
-    :math:`\lVert a \rVert^2 + \lVert b \rVert^2 - 2\, a^\top b`, clipped at 0
-    (rounding can make them slightly negative); everything is computed in the
-    dtype of ``A``.
+    Both sides are first scaled by :math:`\sqrt\gamma`, then the squared
+    distances come from one GEMM,
+    :math:`\lVert a' \rVert^2 + \lVert b' \rVert^2 - 2\, a'^\top b'`, clipped at
+    0 (rounding can make them slightly negative); everything is computed in the
+    dtype of ``A``. Scaling first keeps every intermediate of the order of the
+    exponent: with ``gamma="scale"`` a float32 input of 1e20 has squared norms
+    beyond float32 but scaled distances of order one.
 
     Parameters
     ----------
@@ -104,8 +106,6 @@ def rbf_kernel_block(
         Same dtype as ``A``.
     gamma : float
         Kernel coefficient.
-    B_squared_norms : ndarray of shape (n_b,), default=None
-        Precomputed :math:`\lVert b_j \rVert^2` (in the dtype of ``A``).
     out : ndarray of shape (n_a, n_b), default=None
         Where to write the result.
 
@@ -113,14 +113,15 @@ def rbf_kernel_block(
     -------
     K : ndarray of shape (n_a, n_b)
     """
-    if B_squared_norms is None:
-        B_squared_norms = np.einsum("ij,ij->i", B, B)
+    root = A.dtype.type(np.sqrt(gamma))
+    A = A * root
+    B = B * root
     K = np.matmul(A, B.T, out=out)
     K *= -2.0
     K += np.einsum("ij,ij->i", A, A)[:, None]
-    K += B_squared_norms[None, :]
+    K += np.einsum("ij,ij->i", B, B)[None, :]
     np.maximum(K, 0.0, out=K)
-    K *= -gamma
+    K *= -1.0
     np.exp(K, out=K)
     return K
 
@@ -302,7 +303,6 @@ def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
     noise = 100.0 * np.finfo(dtype).eps
     factor = np.empty((n_rows, n_centres), dtype=dtype)
     residual = np.ones(n_rows)
-    squared_norms = np.einsum("ij,ij->i", rows, rows)
     pivots = []
     rank = 0
     while rank < n_centres:
@@ -316,7 +316,7 @@ def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
         # Keep the first occurrence of every drawn row, in draw order.
         _, first = np.unique(draws, return_index=True)
         block = draws[np.sort(first)]
-        columns = rbf_kernel_block(rows, rows[block], gamma, squared_norms[block])
+        columns = rbf_kernel_block(rows, rows[block], gamma)
         if rank:
             columns -= factor[:, :rank] @ factor[block, :rank].T
         # Cholesky of the block's residual with rejection of dependent pivots.

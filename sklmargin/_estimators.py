@@ -30,6 +30,32 @@ from ._validation import check_sample_and_class_weight
 _COLLAPSE_RATIO = 1e-8
 
 
+def _check_logit_range(margin, s, rows, n_classes):
+    """Refuse a logit scale whose logits cannot be represented in the dtype.
+
+    Cosines and margin targets are bounded (``|h| <= 2 m + 1``), so the logits
+    are bounded by the scale times that; a scale near the dtype's limit (a
+    float32 row of norm 1e37 under A-Softmax's ``s |x|``, or ``s=1e39``) would
+    overflow to inf and give a NaN model.
+    """
+    if rows.norms is None:
+        norms = None
+    else:
+        norms = rows.norms.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = margin.logit_scale(
+            None if s is None else float(s), norms, np.ones(n_classes)
+        )
+        largest = float(np.max(np.abs(np.asarray(scale, dtype=np.float64))))
+    limit = float(np.finfo(rows.dtype).max) / 64.0
+    if not largest < limit:
+        raise ValueError(
+            f"The logit scale reaches {largest:.3g}, beyond what {rows.dtype} "
+            f"logits can hold (about {limit:.3g}): lower s, or scale the data "
+            "(e.g. StandardScaler)."
+        )
+
+
 class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the linear and the kernel estimator.
 
@@ -72,7 +98,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         margin = get_margin(self.loss)
         s_param = self.s
         if s_param is None and self._unit_norm_features and margin.uses_s:
-            s_param = getattr(margin, "default_s_kernel", None)
+            s_param = margin.default_s_kernel
         m, s = margin.resolve(self.m, s_param)
         margin = with_support_vectors(margin, self.t)
         if not margin.uses_lambda and self.lambda_min is not None:
@@ -149,6 +175,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         rows = prepare_rows(
             features, normalize=margin.uses_angle, constant=constant, norms=norms
         )
+        _check_logit_range(margin, s, rows, len(classes))
         objective = LinearMarginObjective(
             rows,
             y_encoded,
@@ -221,7 +248,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         self.constant_feature_ = constant
         self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
         self.intercept_ = (
-            np.asarray(intercept, dtype=dtype).copy()
+            np.asarray(objective.bias_scale * intercept, dtype=dtype)
             if intercept is not None
             else np.zeros(objective.n_classes, dtype=dtype)
         )

@@ -284,7 +284,6 @@ class NystroemFeatures(
         centres = self.components_.astype(dtype, copy=True)
         offset = centres.mean(axis=0)
         centres -= offset
-        centre_norms = np.einsum("ij,ij->i", centres, centres)
         normalization = self.normalization_.astype(dtype, copy=False)
 
         n_samples, n_centres = X.shape[0], centres.shape[0]
@@ -293,13 +292,7 @@ class NystroemFeatures(
         kernel = np.empty((min(block, n_samples), n_centres), dtype=dtype)
         for rows in gen_batches(n_samples, block):
             size = rows.stop - rows.start
-            rbf_kernel_block(
-                X[rows] - offset,
-                centres,
-                self.gamma_,
-                centre_norms,
-                out=kernel[:size],
-            )
+            rbf_kernel_block(X[rows] - offset, centres, self.gamma_, out=kernel[:size])
             np.matmul(kernel[:size], normalization, out=out[rows])
         return out
 

@@ -463,6 +463,12 @@ class LinearMarginObjective:
         self.n_features = rows.n_features
         self.m, self.s, self.C = m, s, C
         self.fit_intercept = fit_intercept
+        # The bias is parametrised as b = s * beta: its gradient is then
+        # proportional to s like every prototype gradient, so the stopping test
+        # tol * s means the same for both (with b itself, the bias stopped
+        # moving s times too early: class_weight={0: 1000, 1: 1e-4} at s=100
+        # left half the points on the light classes).
+        self.bias_scale = float(s) if s is not None else 1.0
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         self.sw_sum = float(sample_weight.sum())
         self.sw = sample_weight / self.sw_sum
@@ -491,7 +497,10 @@ class LinearMarginObjective:
         return k * d + (k if self.fit_intercept else 0)
 
     def unpack(self, params):
-        """Split the flat vector into ``(V, b)`` views (``b`` None w/o intercept)."""
+        """Split the flat vector into ``(V, beta)`` views (None w/o intercept).
+
+        The bias of the logits is ``bias_scale * beta`` (see ``__init__``).
+        """
         k, d = self.n_classes, self.n_features
         coef = params[: k * d].reshape(k, d)
         intercept = params[k * d :] if self.fit_intercept else None
@@ -510,7 +519,8 @@ class LinearMarginObjective:
         return cos, scale, w_hat, w_norm
 
     def _pointwise(self, params, *, state, return_scale_grad=False):
-        _, intercept = self.unpack(params)
+        _, beta = self.unpack(params)
+        intercept = None if beta is None else self.bias_scale * beta
         cos, scale, w_hat, w_norm = self._forward(params)
         result = pointwise_loss_gradient(
             cos,
@@ -599,5 +609,5 @@ class LinearMarginObjective:
             loss += self._penalty(params)
             grad_coef += self.l2_strength * coef
         if grad_intercept is not None:
-            grad_intercept[:] = result.grad_intercept
+            grad_intercept[:] = self.bias_scale * result.grad_intercept
         return loss, grad

@@ -47,6 +47,17 @@ class _FourierDescription:
 
 
 @dataclass(frozen=True)
+class _NystroemDescription:
+    """``z(x) = exp(-|x' - c'|^2) @ normalization``, ``x' = (x - offset) sqrt(g)``."""
+
+    offset: np.ndarray  # (n_features,)
+    root_gamma: float
+    centres: np.ndarray  # (n_features, M): the scaled centres, transposed
+    centre_squares: np.ndarray  # (M,)
+    normalization: np.ndarray  # (M, n_components_)
+
+
+@dataclass(frozen=True)
 class _LogitDescription:
     """Margin-free logits of a fitted classifier, as plain arrays.
 
@@ -56,7 +67,7 @@ class _LogitDescription:
     norm_offset), tiny) + bias``.
     """
 
-    feature_map: _FourierDescription | None
+    feature_map: _FourierDescription | _NystroemDescription | None
     matrix: np.ndarray  # (n_features_mapped, n_classes)
     bias: np.ndarray  # (n_classes,)
     normalise: bool
@@ -67,15 +78,29 @@ class _LogitDescription:
 
 
 def _fourier_description(feature_map):
-    """Read the fitted arrays of a :class:`RandomFourierFeatures`."""
+    """Read the fitted arrays of a feature map (random Fourier or Nyström)."""
     from ._features import RandomFourierFeatures
+    from ._nystroem import NystroemFeatures
 
+    if isinstance(feature_map, NystroemFeatures):
+        # The same arithmetic as NystroemFeatures.transform: centre on the
+        # centres' mean, scale by sqrt(gamma), squared distances by a GEMM.
+        components = np.asarray(feature_map.components_, dtype=np.float64)
+        offset = components.mean(axis=0)
+        root = float(np.sqrt(feature_map.gamma_))
+        centres = (components - offset) * root
+        return _NystroemDescription(
+            offset=offset,
+            root_gamma=root,
+            centres=centres.T.copy(),
+            centre_squares=np.einsum("ij,ij->i", centres, centres),
+            normalization=np.asarray(feature_map.normalization_, dtype=np.float64),
+        )
     if not isinstance(feature_map, RandomFourierFeatures):
         raise NotImplementedError(
-            f"ONNX export supports the feature map RandomFourierFeatures "
-            f"(kernel_approximation='orf' or 'rff'); got "
-            f"{type(feature_map).__module__}.{type(feature_map).__name__} "
-            "(kernel_approximation='nystroem' is not supported yet)."
+            "ONNX export supports the feature maps NystroemFeatures and "
+            "RandomFourierFeatures; got "
+            f"{type(feature_map).__module__}.{type(feature_map).__name__}."
         )
     weights = np.asarray(feature_map.random_weights_, dtype=np.float64)
     offset = np.asarray(feature_map.random_offset_, dtype=np.float64)
@@ -181,7 +206,15 @@ def _logits_from_description(description, X):
     """NumPy evaluation of a description, in float64 (the reference of tests)."""
     features = np.asarray(X, dtype=np.float64)
     fourier = description.feature_map
-    if fourier is not None:
+    if isinstance(fourier, _NystroemDescription):
+        scaled = (features - fourier.offset) * fourier.root_gamma
+        squared = (
+            np.einsum("ij,ij->i", scaled, scaled)[:, None]
+            + fourier.centre_squares[None, :]
+            - 2.0 * scaled @ fourier.centres
+        )
+        features = np.exp(-np.maximum(squared, 0.0)) @ fourier.normalization
+    elif fourier is not None:
         pairs = features @ fourier.pair_weights
         odd = features @ fourier.odd_weights + fourier.odd_offset
         features = fourier.scale * np.hstack(
@@ -255,8 +288,32 @@ def _input_dtype(variable):
     return dtype
 
 
+def _nystroem_graph(graph, nystroem, X):
+    """Nodes of the Nyström features; returns the name of the result."""
+    scaled = graph.node("Sub", [X, graph.const("offset", nystroem.offset)])
+    scaled = graph.node("Mul", [scaled, graph.const("root", nystroem.root_gamma)])
+    n_features = nystroem.offset.shape[0]
+    squares = graph.node("Mul", [scaled, scaled])
+    row_squares = graph.node(
+        "MatMul", [squares, graph.const("ones_x", np.ones((n_features, 1)))]
+    )
+    cross = graph.node("MatMul", [scaled, graph.const("centres", nystroem.centres)])
+    cross = graph.node("Mul", [cross, graph.const("minus_two", -2.0)])
+    squared = graph.node("Add", [cross, row_squares])
+    squared = graph.node(
+        "Add", [squared, graph.const("centre_squares", nystroem.centre_squares)]
+    )
+    squared = graph.node("Max", [squared, graph.const("zero", 0.0)])
+    kernel = graph.node("Exp", [graph.node("Neg", [squared])])
+    return graph.node(
+        "MatMul", [kernel, graph.const("normalization", nystroem.normalization)]
+    )
+
+
 def _fourier_graph(graph, fourier, X, output=None):
     """Nodes of ``z(x)``; returns the name of the (n, n_components) result."""
+    if isinstance(fourier, _NystroemDescription):
+        return _nystroem_graph(graph, fourier, X)
     parts = []
     if fourier.pair_weights.shape[1]:
         pairs = graph.node(

@@ -22,11 +22,15 @@ KERNEL_CONFIGS = [
     KernelMarginSoftmaxClassifier(loss="a-softmax", n_components=50, random_state=0),
     KernelMarginSoftmaxClassifier(t=1.2, n_components=50, random_state=0),
     KernelMarginSoftmaxClassifier(
-        n_components=50, kernel_approximation="rff", random_state=0
+        n_components=50, kernel_approximation="orf", random_state=0
     ),
     KernelMarginSoftmaxClassifier(
-        n_components=50, kernel_approximation="nystroem", random_state=0
+        n_components=50, kernel_approximation="rff", random_state=0
     ),
+] + [
+    # Every Nyström centre selector, the sample-weight equivalence included.
+    KernelMarginSoftmaxClassifier(n_components=20, centres=centres, random_state=0)
+    for centres in ("kmeans", "rpcholesky")
 ]
 
 

@@ -139,20 +139,14 @@ def test_string_labels_and_zipmap():
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
 
 
-def test_nystroem_is_not_supported_and_says_so():
-    pytest.importorskip("skl2onnx")
-    from sklmargin import to_onnx
-
-    X, y = _data(2, np.float64)
-    clf = _fit(
-        KernelMarginSoftmaxClassifier(
-            kernel_approximation="nystroem", n_components=20, max_iter=10
-        ),
-        X,
-        y,
+@pytest.mark.parametrize("centres", ["uniform", "kmeans"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_classifier_on_nystroem_features(centres, dtype):
+    X, y = _data(3, dtype, seed=5)
+    clf = KernelMarginSoftmaxClassifier(
+        n_components=25, centres=centres, random_state=0, max_iter=30
     )
-    with pytest.raises(NotImplementedError, match="nystroem"):
-        to_onnx(clf, X)
+    _assert_same_predictions(_fit(clf, X, y), X)
 
 
 def test_unfitted_estimator_is_rejected():
