@@ -1,0 +1,446 @@
+"""Fuzzing strategies and the invariant checker shared by tests and benchmarks.
+
+``tests/test_fuzz.py`` runs a few dozen examples per CI run;
+``benchmarks/fuzz.py`` runs thousands with the same strategies. Both import
+this module, so the two cannot drift apart. It lives here rather than in the
+test module so the benchmark does not import pytest fixtures or trigger the
+collection of ``@given`` tests, and not in ``sklmargin/`` because it is test
+code (it depends on hypothesis).
+
+A *case* is three plain values: the estimator's name, its parameters and a
+*data spec* (a dict of seeds and switches, see :func:`make_data`). All three
+are literals, so ``repr`` of a failing case is a runnable reproducer
+(:func:`reproducer`).
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+import warnings
+
+import numpy as np
+from hypothesis import strategies as st
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from sklmargin._margins import ALIASES, registered_margins
+
+ESTIMATORS = {
+    "MarginSoftmaxClassifier": MarginSoftmaxClassifier,
+    "KernelMarginSoftmaxClassifier": KernelMarginSoftmaxClassifier,
+}
+MARGINS = {margin.name: margin for margin in registered_margins()}
+LOSS_NAMES = tuple(MARGINS) + tuple(ALIASES)
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+
+
+def make_data(spec):
+    """Build ``(X, y)`` from a data spec (plain dict), deterministically.
+
+    Keys: ``seed``, ``counts`` (samples per class), ``n_features``,
+    ``dtype`` ("float32"/"float64"), ``sparse``, ``magnitude`` (every entry is
+    multiplied by it), ``integer`` (round X to integers before scaling),
+    ``constant_columns``, ``zero_rows``, ``duplicates`` (rows copied, label
+    included), ``string_labels``, ``separation`` (distance of the class
+    centres in units of the noise).
+    """
+    rng = np.random.default_rng(spec["seed"])
+    counts = spec["counts"]
+    n_features = spec["n_features"]
+    y = np.repeat(np.arange(len(counts)), counts)
+    centres = rng.standard_normal((len(counts), n_features)) * spec["separation"]
+    X = centres[y] + rng.standard_normal((len(y), n_features))
+    if spec["integer"]:
+        X = np.round(2 * X)
+    if spec["sparse"]:
+        X[np.abs(X) < 0.7] = 0.0
+    for column in range(min(spec["constant_columns"], n_features)):
+        X[:, (column * 7) % n_features] = 1.5 if column % 2 else 0.0
+    for row in range(min(spec["zero_rows"], len(y))):
+        X[(row * 5) % len(y)] = 0.0
+    if spec["duplicates"]:
+        copied = rng.integers(0, len(y), size=spec["duplicates"])
+        X = np.vstack([X, X[copied]])
+        y = np.concatenate([y, y[copied]])
+    X = X * spec["magnitude"]
+    X = X.astype(spec["dtype"])
+    if spec["sparse"]:
+        X = sparse.csr_matrix(X)
+    if spec["string_labels"]:
+        labels = np.array([f"class-{j}" for j in range(len(counts))], dtype=object)
+    else:
+        labels = np.arange(len(counts)) * 3 - 2  # non-contiguous, negative
+    weights = spec.get("weights")
+    if weights == "positive":
+        sample_weight = rng.uniform(0.1, 10.0, len(y))
+    elif weights == "with-zeros":
+        sample_weight = rng.uniform(0.1, 10.0, len(y)) * (rng.random(len(y)) < 0.7)
+        sample_weight[0] = 1.0  # a positive sum
+    elif weights == "integer":
+        sample_weight = rng.integers(0, 4, len(y)).astype(float)
+        sample_weight[0] = 1.0
+    else:
+        sample_weight = None
+    return X, labels[y], sample_weight
+
+
+@st.composite
+def data_specs(draw):
+    """Degenerate and ordinary classification data (see :func:`make_data`)."""
+    shape = draw(st.sampled_from(["ordinary", "few-per-class", "wide", "one-feature"]))
+    if shape == "few-per-class":
+        counts = draw(st.lists(st.integers(1, 3), min_size=5, max_size=12))
+    else:
+        counts = draw(st.lists(st.integers(1, 15), min_size=2, max_size=5))
+    if shape == "wide":
+        n_features = draw(st.integers(20, 60))
+    elif shape == "one-feature":
+        n_features = 1
+    else:
+        n_features = draw(st.integers(2, 8))
+    dtype = draw(st.sampled_from(["float64", "float32"]))
+    huge = 1e20 if dtype == "float32" else 1e30
+    magnitude = draw(st.sampled_from([1.0, 1.0, 1e-30, huge, 1e3, 1e-3]))
+    return {
+        "seed": draw(st.integers(0, 2**16)),
+        "counts": counts,
+        "n_features": n_features,
+        "dtype": dtype,
+        "sparse": draw(st.booleans()),
+        "magnitude": magnitude,
+        "integer": draw(st.booleans()),
+        "constant_columns": draw(st.sampled_from([0, 0, 1, 2])),
+        "zero_rows": draw(st.sampled_from([0, 0, 1, 3])),
+        "duplicates": draw(st.sampled_from([0, 0, 3, 10])),
+        "string_labels": draw(st.booleans()),
+        "separation": draw(st.sampled_from([0.0, 1.0, 3.0, 10.0])),
+        "weights": draw(
+            st.sampled_from([None, None, "positive", "with-zeros", "integer"])
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Estimator settings
+# ---------------------------------------------------------------------------
+
+_M_STRATEGIES = {
+    # At and inside the domain edges of each margin.
+    "softmax": st.sampled_from([None, 0.0]),
+    "normface": st.sampled_from([None, 0.0]),
+    "am-softmax": st.one_of(
+        st.sampled_from([None, 0.0, 1.0]), st.floats(0.0, 1.0, allow_nan=False)
+    ),
+    "arcface": st.one_of(
+        st.sampled_from([None, 0.0, math.pi / 2]),
+        st.floats(0.0, math.pi / 2, allow_nan=False),
+    ),
+    "l-softmax": st.one_of(
+        st.sampled_from([None, 1.0, 2, 3, 4]), st.floats(1.0, 4.0, allow_nan=False)
+    ),
+    "a-softmax": st.one_of(
+        st.sampled_from([None, 1.0, 2, 3, 4]), st.floats(1.0, 4.0, allow_nan=False)
+    ),
+}
+
+_LOG_FLOATS = {
+    "s": (0.1, 100.0),
+    "C": (1e-3, 1e3),
+    "lambda_min": (1e-2, 1e2),
+    "constant_feature": (1e-2, 10.0),
+    "gamma": (1e-3, 1e3),
+}
+
+
+def _log_uniform(name):
+    low, high = _LOG_FLOATS[name]
+    return st.floats(math.log10(low), math.log10(high)).map(
+        lambda e: float(f"{10.0**e:.4g}")  # short literals in reproducers
+    )
+
+
+@st.composite
+def estimator_params(draw, estimator, n_classes_labels):
+    """Random valid settings for ``estimator`` ("MarginSoftmaxClassifier"...).
+
+    ``n_classes_labels`` is the list of class labels of the data (for
+    ``class_weight`` dicts).
+    """
+    loss = draw(st.sampled_from(LOSS_NAMES))
+    margin = MARGINS[ALIASES.get(loss, loss)]
+    params = {"loss": loss, "m": draw(_M_STRATEGIES[margin.name])}
+    if margin.uses_s:
+        params["s"] = draw(st.one_of(st.none(), st.just(0.1), st.just(100.0)))
+        if params["s"] is None and draw(st.booleans()):
+            params["s"] = draw(_log_uniform("s"))
+    params["t"] = draw(
+        st.one_of(st.just(1.0), st.floats(1.1, 3.0).map(lambda t: round(t, 3)))
+    )
+    params["C"] = draw(st.one_of(st.just(1.0), _log_uniform("C")))
+    if margin.uses_lambda:
+        params["lambda_min"] = draw(
+            st.one_of(st.none(), st.just(0.0), _log_uniform("lambda_min"))
+        )
+    params["fit_intercept"] = draw(st.booleans())
+    kind = draw(st.sampled_from(["none", "balanced", "dict"]))
+    if kind == "balanced":
+        params["class_weight"] = "balanced"
+    elif kind == "dict":
+        chosen = draw(
+            st.lists(st.sampled_from(list(n_classes_labels)), min_size=1, unique=True)
+        )
+        params["class_weight"] = {
+            _literal(label): draw(st.sampled_from([0.0, 0.5, 1.0, 3.0, 100.0]))
+            for label in chosen
+        }
+    params["constant_feature"] = draw(
+        st.one_of(
+            st.none(), st.just(0.0), st.just(1.0), _log_uniform("constant_feature")
+        )
+    )
+    params["max_iter"] = draw(st.sampled_from([5, 50, 200]))
+    params["warm_start"] = draw(st.booleans())
+    params["random_state"] = draw(st.integers(0, 1000))
+    if estimator == "KernelMarginSoftmaxClassifier":
+        params["kernel_approximation"] = draw(
+            st.sampled_from(["orf", "rff", "nystroem"])
+        )
+        params["n_components"] = draw(st.sampled_from([1, 2, 7, 30]))
+        params["gamma"] = draw(st.one_of(st.just("scale"), _log_uniform("gamma")))
+    return params
+
+
+def _literal(label):
+    """Numpy scalar labels as plain Python literals (for reproducers)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+@st.composite
+def fit_cases(draw, estimators=tuple(ESTIMATORS)):
+    """A full case: ``(estimator name, params, data spec)``."""
+    estimator = draw(st.sampled_from(estimators))
+    spec = draw(data_specs())
+    _, y, _ = make_data(spec)
+    params = draw(estimator_params(estimator, np.unique(y).tolist()))
+    return estimator, params, spec
+
+
+# ---------------------------------------------------------------------------
+# The invariants
+# ---------------------------------------------------------------------------
+
+
+class FuzzFailure(AssertionError):
+    """A case broke an invariant; ``kind`` names which one.
+
+    ``where`` lists the functions of the traceback of the exception that broke
+    it (empty when an output check failed), innermost last.
+    """
+
+    def __init__(self, kind, detail, cause=None):
+        super().__init__(f"[{kind}] {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.where = (
+            [frame.name for frame in traceback.extract_tb(cause.__traceback__)]
+            if cause is not None
+            else []
+        )
+
+
+# Defects found by fuzzing and reported (benchmarks/results_fuzz.md), not yet
+# fixed in sklmargin/: (kind, text in the detail, function in the traceback).
+# The hypothesis tests tolerate exactly these; each has a strict-xfail
+# reproducer in tests/test_fuzz.py. Delete an entry when its defect is fixed.
+KNOWN_DEFECTS = {
+    "D1 predict_log_proba takes log(0)": (
+        "runtime-warning-in-predict",
+        "divide by zero encountered in log",
+        "predict_log_proba",
+    ),
+    "D2 sparse float32 variance overflows": (
+        "runtime-warning-in-fit",
+        "",
+        "_weighted_variance",
+    ),
+    "D3 Nystroem distances overflow in float32": (
+        "runtime-warning-",
+        "overflow encountered in cast",
+        "_euclidean_distances_upcast",
+    ),
+}
+
+
+def known_defect(failure):
+    """Name of the known defect ``failure`` is an instance of, or None."""
+    for name, (kind, text, function) in KNOWN_DEFECTS.items():
+        if (
+            failure.kind.startswith(kind)
+            and text in failure.detail
+            and function in failure.where
+        ):
+            return name
+    return None
+
+
+def reproducer(estimator, params, spec):
+    """Python source that replays a case (run from the repository root)."""
+    return (
+        "import sys; sys.path[:0] = ['.', 'tests']  # from the repository root\n"
+        "from fuzz_cases import make_data, check_case\n"
+        f"from sklmargin import {estimator}\n"
+        f"X, y, sample_weight = make_data({spec!r})\n"
+        f"clf = {estimator}(**{params!r}).fit(X, y, sample_weight=sample_weight)\n"
+        f"# or, every invariant: check_case({estimator!r}, {params!r}, {spec!r})\n"
+    )
+
+
+_METHODS = ("decision_function", "predict", "predict_proba", "predict_log_proba")
+
+
+def _fit_and_predict(estimator, params, X, y, sample_weight, clf=None):
+    """Fit and predict with RuntimeWarning as an error.
+
+    Returns ``(fitted, outputs, convergence_warnings, error)``; ``error`` is
+    the exception fit raised (outputs None) or None.
+    """
+    if clf is None:
+        clf = ESTIMATORS[estimator](**params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            clf.fit(X, y, sample_weight=sample_weight)
+        except (ValueError, TypeError) as exc:
+            return clf, None, [], exc
+        except RuntimeWarning as exc:
+            raise FuzzFailure("runtime-warning-in-fit", repr(exc), exc) from exc
+        except Exception as exc:
+            raise FuzzFailure(
+                "unexpected-exception-in-fit", f"{type(exc).__name__}: {exc}", exc
+            ) from exc
+        try:
+            outputs = {name: getattr(clf, name)(X) for name in _METHODS}
+        except RuntimeWarning as exc:
+            raise FuzzFailure("runtime-warning-in-predict", repr(exc), exc) from exc
+        except Exception as exc:
+            raise FuzzFailure(
+                "exception-in-predict", f"{type(exc).__name__}: {exc}", exc
+            ) from exc
+    converge = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    return clf, outputs, converge, None
+
+
+def _fitted_arrays(clf):
+    return {
+        name: getattr(clf, name)
+        for name in ("coef_", "intercept_", "constant_coef_")
+        if hasattr(clf, name)
+    }
+
+
+def check_case(estimator, params, spec, *, check_refit=True):
+    """Fit one case and check every invariant; raise :class:`FuzzFailure`.
+
+    Invariants: fit succeeds or raises ValueError/TypeError with a message;
+    no RuntimeWarning in fit or predict; on success the fitted arrays and every
+    output are finite, ``predict_proba`` rows sum to one (rtol 1e-5 in float32),
+    ``predict`` is the arg-max of ``decision_function`` (its sign for two
+    classes), ``predict_log_proba == log(predict_proba)``, the dtype of X is
+    kept; a refit with the same ``random_state`` is bit-identical (or raises the
+    same error).
+
+    Returns
+    -------
+    str
+        "rejected", "converged" or "convergence-warning".
+    """
+    X, y, sample_weight = make_data(spec)
+    clf, outputs, converge, error = _fit_and_predict(
+        estimator, params, X, y, sample_weight
+    )
+    if error is not None:
+        if not str(error).strip():
+            raise FuzzFailure("empty-error-message", repr(error))
+        if check_refit:
+            _, _, _, again = _fit_and_predict(estimator, params, X, y, sample_weight)
+            if type(again) is not type(error) or str(again) != str(error):
+                raise FuzzFailure("refit-error-differs", f"{error!r} then {again!r}")
+        return "rejected"
+    _check_outputs(clf, outputs, X, converge)
+    if check_refit:
+        again, outputs_again, _, error_again = _fit_and_predict(
+            estimator, clone(clf).get_params(), X, y, sample_weight
+        )
+        if error_again is not None:
+            raise FuzzFailure("refit-raised", repr(error_again))
+        first = {**_fitted_arrays(clf), **outputs, "n_iter_": np.asarray(clf.n_iter_)}
+        second = {
+            **_fitted_arrays(again),
+            **outputs_again,
+            "n_iter_": np.asarray(again.n_iter_),
+        }
+        for name, value in first.items():
+            other = second[name]
+            if value.dtype != other.dtype or value.tobytes() != other.tobytes():
+                raise FuzzFailure(
+                    "refit-not-bit-identical",
+                    f"{name} differs between two fits with the same random_state",
+                )
+    if params.get("warm_start"):
+        # A warm refit on the same data starts from the fitted model.
+        _, outputs_warm, converge_warm, error_warm = _fit_and_predict(
+            estimator, params, X, y, sample_weight, clf=clf
+        )
+        if error_warm is not None:
+            raise FuzzFailure("warm-refit-raised", repr(error_warm))
+        _check_outputs(clf, outputs_warm, X, converge_warm)
+    return "convergence-warning" if converge else "converged"
+
+
+def _check_outputs(clf, outputs, X, converge):
+    for name, value in _fitted_arrays(clf).items():
+        if not np.all(np.isfinite(value)):
+            kind = "nan-model-with-convergence-warning" if converge else "nan-model"
+            raise FuzzFailure(kind, f"{name} is not finite: {value!r}")
+    n_classes = len(clf.classes_)
+    for name in ("decision_function", "predict_proba", "predict_log_proba"):
+        value = outputs[name]
+        if not np.all(np.isfinite(value)):
+            raise FuzzFailure(
+                f"non-finite-{name}",
+                f"{np.sum(~np.isfinite(value))} "
+                f"non-finite entries, e.g. {value.ravel()[:4]!r}",
+            )
+        if value.dtype != X.dtype:
+            raise FuzzFailure("dtype-not-kept", f"{name} is {value.dtype}, X {X.dtype}")
+    proba = outputs["predict_proba"]
+    rtol = 1e-5 if X.dtype == np.float32 else 1e-10
+    if not np.allclose(proba.sum(axis=1), 1.0, rtol=rtol, atol=0):
+        raise FuzzFailure("proba-not-normalised", repr(proba.sum(axis=1)))
+    if np.any(proba < 0) or np.any(proba > 1):
+        raise FuzzFailure("proba-out-of-range", repr(proba))
+    decision = outputs["decision_function"]
+    if n_classes == 2:
+        if decision.ndim != 1:
+            raise FuzzFailure("binary-decision-not-1d", repr(decision.shape))
+        expected = clf.classes_[(decision > 0).astype(int)]
+    else:
+        expected = clf.classes_[np.argmax(decision, axis=1)]
+    if not np.array_equal(outputs["predict"], expected):
+        raise FuzzFailure("predict-not-argmax", "predict != classes_[argmax]")
+    # log(predict_proba) exactly where the probability is positive; where it
+    # underflowed to 0 a finite value (checked above) below log(tiniest).
+    positive = proba > 0
+    log_proba = outputs["predict_log_proba"]
+    if not np.array_equal(log_proba[positive], np.log(proba[positive])):
+        raise FuzzFailure("log-proba-not-log", "predict_log_proba != log(proba)")
+    floor = np.log(np.finfo(proba.dtype).smallest_subnormal)
+    if np.any(log_proba[~positive] > floor):
+        raise FuzzFailure("log-proba-not-log", "log-probability of a 0 probability")
