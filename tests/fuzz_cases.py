@@ -326,7 +326,8 @@ def _fit_and_predict(estimator, params, X, y, sample_weight, clf=None):
                 "unexpected-exception-in-fit", f"{type(exc).__name__}: {exc}", exc
             ) from exc
         try:
-            outputs = {name: getattr(clf, name)(X) for name in _METHODS}
+            probe = probe_rows(X)
+            outputs = {name: getattr(clf, name)(probe) for name in _METHODS}
         except RuntimeWarning as exc:
             raise FuzzFailure("runtime-warning-in-predict", repr(exc), exc) from exc
         except Exception as exc:
@@ -335,6 +336,19 @@ def _fit_and_predict(estimator, params, X, y, sample_weight, clf=None):
             ) from exc
     converge = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     return clf, outputs, converge, None
+
+
+def probe_rows(X):
+    """Rows predicted on: the training rows, an all-zero row, and the first
+    row scaled by 1e6 (capped where that would leave the dtype's range)."""
+    first = X[:1].toarray() if sparse.issparse(X) else X[:1]
+    peak = float(np.max(np.abs(first), initial=0.0))
+    limit = float(np.finfo(X.dtype).max) / 1e3
+    factor = 1e6 if peak <= limit / 1e6 else limit / peak
+    extra = np.vstack([np.zeros_like(first), first * X.dtype.type(max(factor, 1.0))])
+    if sparse.issparse(X):
+        return sparse.vstack([X, sparse.csr_matrix(extra)], format="csr")
+    return np.vstack([X, extra])
 
 
 def _fitted_arrays(clf):
