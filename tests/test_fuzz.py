@@ -49,14 +49,14 @@ def _check_case_tolerating_known_defects(case):
     check_case(*case, tolerate_known=True)
 
 
-@settings(FUZZ, max_examples=40)
-@given(fit_cases(("MarginSoftmaxClassifier",)))
+@settings(FUZZ, max_examples=30)
+@given(fit_cases(("MarginSoftmaxClassifier",), max_iters=(5, 50)))
 def test_linear_estimator_invariants(case):
     _check_case_tolerating_known_defects(case)
 
 
-@settings(FUZZ, max_examples=25)
-@given(fit_cases(("KernelMarginSoftmaxClassifier",)))
+@settings(FUZZ, max_examples=15)
+@given(fit_cases(("KernelMarginSoftmaxClassifier",), max_iters=(5, 50)))
 def test_kernel_estimator_invariants(case):
     _check_case_tolerating_known_defects(case)
 
@@ -96,7 +96,7 @@ def test_checker_catches_a_broken_invariant(monkeypatch):
 # ---------------------------------------------------------------------------
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=100)
 @given(loss_inputs())
 def test_margin_softmax_loss_is_finite_or_raises_value_error(inputs):
     try:
