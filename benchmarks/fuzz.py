@@ -73,6 +73,11 @@ def main(argv=None):
         "--estimator", choices=sorted(ESTIMATORS), action="append", default=None
     )
     parser.add_argument(
+        "--beyond",
+        action="store_true",
+        help="also draw settings outside the documented ranges (s=1e39...)",
+    )
+    parser.add_argument(
         "--timeout", type=int, default=120, help="seconds per case before a 'hang'"
     )
     args = parser.parse_args(argv)
@@ -85,6 +90,7 @@ def main(argv=None):
             "estimators": estimators,
             "blas_threads": 1,
             "timeout_s": args.timeout,
+            "beyond": args.beyond,
         },
         "outcomes": collections.Counter(),
         "failures": [],
@@ -107,7 +113,7 @@ def main(argv=None):
         suppress_health_check=list(HealthCheck),
     )
     @seed(args.seed)
-    @given(fit_cases(estimators))
+    @given(fit_cases(estimators, beyond=args.beyond))
     def run(case):
         estimator, params, spec = case
         begin = time.perf_counter()

@@ -182,7 +182,9 @@ def _log_uniform(name):
 
 
 @st.composite
-def estimator_params(draw, estimator, n_classes_labels, max_iters=(5, 50, 200)):
+def estimator_params(
+    draw, estimator, n_classes_labels, max_iters=(5, 50, 200), beyond=False
+):
     """Random valid settings for ``estimator`` ("MarginSoftmaxClassifier"...).
 
     ``n_classes_labels`` is the list of class labels of the data (for
@@ -195,6 +197,9 @@ def estimator_params(draw, estimator, n_classes_labels, max_iters=(5, 50, 200)):
         params["s"] = draw(st.one_of(st.none(), st.just(0.1), st.just(100.0)))
         if params["s"] is None and draw(st.booleans()):
             params["s"] = draw(_log_uniform("s"))
+        if beyond and _rarely(draw):
+            # Beyond the brief's 0.1..100: past float32's range, and tiny.
+            params["s"] = draw(st.sampled_from([1e39, 1e6, 1e-30]))
     params["t"] = draw(
         st.one_of(st.just(1.0), st.floats(1.1, 3.0).map(lambda t: round(t, 3)))
     )
@@ -238,15 +243,17 @@ def _literal(label):
 
 
 @st.composite
-def fit_cases(draw, estimators=tuple(ESTIMATORS), max_iters=(5, 50, 200)):
+def fit_cases(draw, estimators=tuple(ESTIMATORS), max_iters=(5, 50, 200), beyond=False):
     """A full case: ``(estimator name, params, data spec)``.
 
-    ``max_iters`` are the L-BFGS budgets drawn from (CI uses small ones).
+    ``max_iters`` are the L-BFGS budgets drawn from (CI uses small ones);
+    ``beyond`` also draws settings outside the documented ranges (rarely an
+    ``s`` of 1e39, 1e6 or 1e-30), as the long benchmark run does.
     """
     estimator = draw(st.sampled_from(estimators))
     spec = draw(data_specs())
     _, y, _ = make_data(spec)
-    params = draw(estimator_params(estimator, np.unique(y).tolist(), max_iters))
+    params = draw(estimator_params(estimator, np.unique(y).tolist(), max_iters, beyond))
     return estimator, params, spec
 
 
