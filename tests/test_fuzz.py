@@ -249,3 +249,24 @@ def test_defect_d4_scale_beyond_float32_is_rejected_or_finite():
         assert "s" in str(exc)
         return
     assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+@pytest.mark.xfail(strict=True, reason="D4: A-Softmax s*|x| beyond float32: NaN model")
+def test_defect_d4_a_softmax_scale_times_norm_beyond_float32():
+    # |x| ~ 3e37 is a valid float32, but the logit scale s*|x| (s=100) is not:
+    # the fit returns silently and predict_proba is NaN.
+    X = np.array(
+        [[1e37, 0.0], [2e37, 1e36], [0.0, 1e37], [1e36, 3e37]], dtype=np.float32
+    )
+    y = [0, 0, 1, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            clf = MarginSoftmaxClassifier(loss="a-softmax", s=100.0).fit(X, y)
+        except ValueError:
+            return
+        proba = clf.predict_proba(X)
+        # The same model fitted in float64, asked for float32 rows, too.
+        clf64 = MarginSoftmaxClassifier(loss="a-softmax", s=100.0)
+        proba64 = clf64.fit(X.astype(np.float64), y).predict_proba(X)
+    assert np.all(np.isfinite(proba)) and np.all(np.isfinite(proba64))
