@@ -81,7 +81,7 @@ def test_checker_catches_a_broken_invariant(monkeypatch):
             "separation": 3.0,
         },
     )
-    assert check_case(*case) == "converged"
+    assert check_case(*case) in ("converged", "convergence-warning")
     monkeypatch.setattr(
         MarginSoftmaxClassifier,
         "predict",
