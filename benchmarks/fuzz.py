@@ -1,0 +1,223 @@
+"""Long fuzzing run: thousands of random fits, every failure with a reproducer.
+
+Uses the strategies and the invariant checker of ``tests/fuzz_cases.py`` (the
+ones ``tests/test_fuzz.py`` runs a few dozen of in CI), drives them with
+hypothesis in generate-only mode (no shrinking, no example database), and
+records *every* failure instead of stopping at the first one.
+
+Usage (from the repository root; BLAS is pinned to one thread here)::
+
+    nohup python benchmarks/fuzz.py --examples 5000 --seed 0 \
+        --out fuzz_results.json > fuzz.log 2>&1 &
+
+Writes ``--out`` (JSON: settings, counts per outcome, every failure with its
+kind, detail, traceback and a runnable reproducer) every 100 fits and at the end,
+and prints a summary grouped by failure kind. Known, reported defects
+(``fuzz_cases.KNOWN_DEFECTS``) are stepped over so that the other invariants
+are still checked in those cases; they are counted under "known" with a few
+reproducers each. ``--loss-examples M`` first fuzzes ``margin_softmax_loss``.
+"""
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import json  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+_ROOT = Path(__file__).resolve().parent.parent
+# The worktree's sklmargin, not an installed copy, and the shared strategies.
+sys.path[:0] = [str(_ROOT), str(_ROOT / "tests")]
+from fuzz_cases import (  # noqa: E402
+    ESTIMATORS,
+    FuzzFailure,
+    check_case,
+    check_loss_case,
+    fit_cases,
+    known_defect,
+    loss_inputs,
+    reproducer,
+)
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=1000, help="estimator fits")
+    parser.add_argument(
+        "--loss-examples",
+        type=int,
+        default=0,
+        help="margin_softmax_loss calls (run first)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="fuzz_results.json")
+    parser.add_argument(
+        "--estimator", choices=sorted(ESTIMATORS), action="append", default=None
+    )
+    parser.add_argument(
+        "--beyond",
+        action="store_true",
+        help="also draw settings outside the documented ranges (s=1e39...)",
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=120, help="seconds per case before a 'hang'"
+    )
+    args = parser.parse_args(argv)
+    estimators = tuple(args.estimator or ESTIMATORS)
+    out = Path(args.out)
+    record = {
+        "settings": {
+            "examples": args.examples,
+            "seed": args.seed,
+            "estimators": estimators,
+            "blas_threads": 1,
+            "timeout_s": args.timeout,
+            "beyond": args.beyond,
+        },
+        "outcomes": collections.Counter(),
+        "failures": [],
+        "known": {},
+        "slowest": [],
+    }
+    start = time.perf_counter()
+    signal.signal(signal.SIGALRM, _alarm)
+
+    def flush():
+        record["elapsed_s"] = round(time.perf_counter() - start, 1)
+        record["slowest"] = sorted(record["slowest"], key=lambda r: -r[0])[:10]
+        out.write_text(json.dumps(record, indent=1, default=str))
+
+    @settings(
+        max_examples=args.examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @seed(args.seed)
+    @given(fit_cases(estimators, beyond=args.beyond))
+    def run(case):
+        estimator, params, spec = case
+        begin = time.perf_counter()
+        signal.alarm(args.timeout)
+        try:
+            outcome = check_case(estimator, params, spec, tolerate_known=True)
+            trace, known = "", None
+        except FuzzFailure as failure:
+            outcome = "failure:" + failure.kind
+            detail, trace = failure.detail, traceback.format_exc()
+            known = known_defect(failure)
+        except _Timeout:
+            outcome, detail = "failure:hang", f"no result after {args.timeout} s"
+            trace, known = traceback.format_exc(), None
+        except Exception as exc:  # noqa: BLE001 - a checker bug is also recorded
+            outcome, detail = "failure:checker-" + type(exc).__name__, str(exc)
+            trace, known = traceback.format_exc(), None
+        finally:
+            signal.alarm(0)
+        elapsed = time.perf_counter() - begin
+        if " | known: " in outcome:
+            outcome, names = outcome.split(" | known: ")
+            for name in names.split(", "):
+                examples = record["known"].setdefault(name, {"count": 0, "cases": []})
+                examples["count"] += 1
+                if len(examples["cases"]) < 5:
+                    examples["cases"].append(reproducer(estimator, params, spec))
+        record["outcomes"][outcome] += 1
+        record["slowest"].append((round(elapsed, 2), estimator, params, spec))
+        record["slowest"] = sorted(record["slowest"], key=lambda r: -r[0])[:10]
+        if outcome.startswith("failure:"):
+            record["failures"].append(
+                {
+                    "kind": outcome[len("failure:") :],
+                    "known_defect": known,
+                    "detail": detail[:2000],
+                    "estimator": estimator,
+                    "params": params,
+                    "spec": spec,
+                    "traceback": trace[-4000:],
+                    "reproducer": reproducer(estimator, params, spec),
+                }
+            )
+        total = sum(
+            n for key, n in record["outcomes"].items() if not key.startswith("loss")
+        )
+        if total % 100 == 0:
+            flush()
+            print(
+                f"{total} fits, {time.perf_counter() - start:.0f} s, "
+                f"{dict(record['outcomes'])}",
+                flush=True,
+            )
+
+    @settings(
+        max_examples=max(args.loss_examples, 1),
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @seed(args.seed)
+    @given(loss_inputs())
+    def run_loss(inputs):
+        try:
+            outcome = "loss:" + check_loss_case(*inputs)
+        except FuzzFailure as failure:
+            outcome = "loss-failure:" + failure.kind
+            cos, y, kwargs = inputs
+            record["failures"].append(
+                {
+                    "kind": failure.kind,
+                    "known_defect": known_defect(failure),
+                    "detail": failure.detail[:2000],
+                    "estimator": "margin_softmax_loss",
+                    "params": {"loss": kwargs["loss"]},
+                    "reproducer": "import numpy as np\n"
+                    "from numpy import array, float32, inf, nan\n"
+                    "from sklmargin import margin_softmax_loss\n"
+                    f"margin_softmax_loss({cos!r}, {y!r}, **{kwargs!r})\n",
+                    "traceback": traceback.format_exc()[-4000:],
+                }
+            )
+        record["outcomes"][outcome] += 1
+
+    with threadpool_limits(limits=1):
+        if args.loss_examples:
+            run_loss()
+            print(f"{args.loss_examples} loss calls: {dict(record['outcomes'])}")
+        run()
+    flush()
+    total = sum(record["outcomes"].values())
+    print(f"\n{total} fits in {record['elapsed_s']} s (BLAS pinned to 1 thread)")
+    print("outcomes:", dict(record["outcomes"]))
+    for name, examples in record["known"].items():
+        print(f"  known defect {name}: stepped over in {examples['count']} cases")
+    kinds = collections.Counter(
+        (f["known_defect"] or "NEW", f["kind"], f["estimator"], f["params"]["loss"])
+        for f in record["failures"]
+    )
+    for (known, kind, estimator, loss), count in kinds.most_common():
+        print(f"  {count:5d}  {known[:24]:24s} {kind:32s} {estimator:30s} {loss}")
+    print(f"details: {out}")
+
+
+if __name__ == "__main__":
+    main()
