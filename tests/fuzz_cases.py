@@ -381,38 +381,10 @@ class FuzzFailure(AssertionError):
 # fixed in sklmargin/: (kind, text in the detail, function in the traceback).
 # The hypothesis tests tolerate exactly these; each has a strict-xfail
 # reproducer in tests/test_fuzz.py. Delete an entry when its defect is fixed.
-KNOWN_DEFECTS = {
-    "D1 predict_log_proba takes log(0)": (
-        "runtime-warning-in-predict",
-        "divide by zero encountered in log",
-        "predict_log_proba",
-    ),
-    "D2 sparse float32 variance overflows": (
-        "runtime-warning-in-fit",
-        "",
-        "_weighted_variance",
-    ),
-    "D2 sparse float32 variance overflows (silent: gamma_ = 1)": (
-        "sparse-dense-variance-differ",
-        "",
-        "",
-    ),
-    "D3 Nystroem distances overflow in float32": (
-        "runtime-warning-",
-        "overflow encountered in cast",
-        "_euclidean_distances_upcast",
-    ),
-    "L1 margin_softmax_loss casts norms beyond float32": (
-        "runtime-warning-in-loss",
-        "overflow encountered in cast",
-        "_check_pointwise_inputs",
-    ),
-    "L2 margin_softmax_loss logits overflow": (
-        "runtime-warning-in-loss",
-        "overflow",
-        "pointwise_loss_gradient",
-    ),
-}
+# Defects still open, by name: (failure kind prefix, text in the detail,
+# function in the traceback). Empty: D1-D4, L1 and L2 are fixed (their
+# reproducers are regression tests in test_fuzz.py).
+KNOWN_DEFECTS: dict = {}
 
 
 def known_defect(failure):

@@ -152,9 +152,9 @@ def test_concurrent_fits_are_bit_identical_to_sequential_fits():
 
 
 # ---------------------------------------------------------------------------
-# Reported defects (benchmarks/results_fuzz.md): minimal reproducers. Strict
-# xfail, so fixing a defect turns its test red until the mark and its entry
-# in fuzz_cases.KNOWN_DEFECTS (or _known_loss_defect) are removed.
+# Defects the fuzzer found (benchmarks/results_fuzz.md), fixed: their minimal
+# reproducers, kept as regression tests. A defect found later goes here as a
+# strict xfail with an entry in fuzz_cases.KNOWN_DEFECTS until it is fixed.
 # ---------------------------------------------------------------------------
 
 
@@ -164,7 +164,6 @@ def _no_runtime_warning(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason="D1: predict_log_proba = log(0) = -inf")
 def test_defect_d1_log_proba_of_an_underflowed_probability_is_finite():
     # float32 softmax underflows to 0 beyond a logit gap of ~104 (s=100 here).
     X = np.array([[1.0, 0.0], [-1.0, 0.0]], dtype=np.float32)
@@ -175,7 +174,6 @@ def test_defect_d1_log_proba_of_an_underflowed_probability_is_finite():
     assert np.array_equal(log_proba[proba > 0], np.log(proba[proba > 0]))
 
 
-@pytest.mark.xfail(strict=True, reason="D2: sparse float32 variance overflows")
 def test_defect_d2_sparse_and_dense_gamma_scale_agree_in_float32():
     from scipy import sparse
 
@@ -194,7 +192,6 @@ def test_defect_d2_sparse_and_dense_gamma_scale_agree_in_float32():
     np.testing.assert_allclose(sparse_gamma, dense, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="D3: Nystroem distances overflow in float32")
 def test_defect_d3_nystroem_features_of_huge_float32_rows():
     X = np.array(
         [[1e20, 0.0], [0.0, -3e20], [2e20, 1e20], [-1e20, 1e20]], dtype=np.float32
@@ -216,14 +213,12 @@ def test_defect_d3_nystroem_features_of_huge_float32_rows():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="L1: norms cast to float32 overflow")
 def test_defect_l1_norms_beyond_float32_raise_value_error():
     cos = np.zeros((1, 2), dtype=np.float32)
     with pytest.raises(ValueError, match="norms"):
         _no_runtime_warning(margin_softmax_loss, cos, [0], loss="normface", norms=1e39)
 
 
-@pytest.mark.xfail(strict=True, reason="L2: scale * cosine overflows to inf")
 def test_defect_l2_overflowing_logits_are_finite_or_rejected():
     cos = np.array([[0.5, 0.0]])
     try:
@@ -235,7 +230,6 @@ def test_defect_l2_overflowing_logits_are_finite_or_rejected():
     assert np.isfinite(value) and np.all(np.isfinite(grad))
 
 
-@pytest.mark.xfail(strict=True, reason="D4: s beyond float32 gives a NaN model")
 def test_defect_d4_scale_beyond_float32_is_rejected_or_finite():
     # s=1e39 passes check_s (finite, > 0) but overflows to inf when cast to
     # float32: fit ends "successfully" with NaN probabilities.
@@ -251,7 +245,6 @@ def test_defect_d4_scale_beyond_float32_is_rejected_or_finite():
     assert np.all(np.isfinite(clf.predict_proba(X)))
 
 
-@pytest.mark.xfail(strict=True, reason="D4: A-Softmax s*|x| beyond float32: NaN model")
 def test_defect_d4_a_softmax_scale_times_norm_beyond_float32():
     # |x| ~ 3e37 is a valid float32, but the logit scale s*|x| (s=100) is not:
     # the fit returns silently and predict_proba is NaN.
