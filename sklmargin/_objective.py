@@ -391,8 +391,17 @@ def margin_free_logits(
     inverse = 1.0 / np.maximum(norms.astype(np.float64), TINY_NORM)
     raw *= inverse.astype(dtype)[:, None]
     raw *= (1.0 / w_norm).astype(dtype)[None, :]
-    scale = np.asarray(margin.logit_scale(s, norms, w_norm), dtype=dtype)
-    raw *= scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = np.asarray(
+            margin.logit_scale(s, norms.astype(np.float64), w_norm), dtype=np.float64
+        )
+    if not np.max(np.abs(scale), initial=0.0) < np.finfo(dtype).max / 64:
+        raise ValueError(
+            f"The model's logit scale (up to {np.max(np.abs(scale)):.3g}) is beyond "
+            f"what {dtype} logits can hold: predict with float64 input, or refit "
+            "with a smaller s."
+        )
+    raw *= scale.astype(dtype)
     return raw + intercept.astype(dtype, copy=False)
 
 
