@@ -15,6 +15,7 @@ from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import _dask
 from ._compat import Interval, StrOptions, fit_context
 from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin
@@ -131,6 +132,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
+        if _dask.is_dask_array(X):  # Dask input: map-reduce fit (_dask.py)
+            return _dask.fit_dask(self, X, y, sample_weight)
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
             X, y, sample_weight
@@ -268,6 +271,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "decision_function", X)
         logits = self._logits(X)
         if logits.shape[1] == 2:
             return logits[:, 1] - logits[:, 0]
@@ -284,6 +289,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "predict", X)
         logits = self._logits(X)
         return self.classes_[np.argmax(logits, axis=1)]
 
@@ -298,6 +305,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "predict_proba", X)
         return softmax(self._logits(X), copy=False)
 
     def predict_log_proba(self, X):
@@ -314,6 +323,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "predict_log_proba", X)
         return np.log(self.predict_proba(X))
 
     def __sklearn_tags__(self):
