@@ -99,7 +99,7 @@ def _call(estimator, method, X):
 
 # -- client side ---------------------------------------------------------------
 def _client():
-    """The distributed Client that ``dask.compute`` will use, or None."""
+    """Return the distributed Client ``dask.compute`` will use, or None."""
     from dask.base import get_scheduler
 
     client = getattr(get_scheduler(), "__self__", None)
