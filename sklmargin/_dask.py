@@ -37,6 +37,7 @@ from ._dask_objective import (
     DaskMarginObjective,
     chunk_lift_statistics,
     chunk_start_statistics,
+    map_chunks,
     prepare_chunk,
 )
 from ._margins import Softmax
@@ -309,8 +310,9 @@ def _start_params(objective, class_totals, class_sums, random_state):
 def _class_sums(objective):
     import dask
 
-    task = dask.delayed(chunk_start_statistics, pure=False)
-    parts = dask.compute(*[task(c, objective.n_classes) for c in objective.chunks])
+    parts = dask.compute(
+        *map_chunks(chunk_start_statistics, objective.chunks, objective.n_classes)
+    )
     sums = np.zeros((objective.n_classes, objective.n_features))
     for chunk_sums, _ in parts:  # in chunk order: reproducible
         sums += chunk_sums

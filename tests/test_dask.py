@@ -5,8 +5,10 @@ cluster overhead); the cluster tests use one module-scoped loopback
 LocalCluster of two single-threaded worker processes.
 """
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -221,3 +223,19 @@ def test_core_does_not_import_dask():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_documented_example_runs(capsys):
+    page = Path(__file__).resolve().parent.parent / "docs" / "larger_than_memory.rst"
+    if not page.is_file():
+        pytest.skip("docs/larger_than_memory.rst is not in this checkout")
+    block = re.search(
+        r"Example\n=+\n\n\.\. code-block:: python\n\n((?:   .*\n|\n)+)",
+        page.read_text(),
+    ).group(1)
+    code = "\n".join(line[3:] for line in block.splitlines())
+    # Loopback only, no dashboard server in the suite.
+    code = code.replace("LocalCluster(", "LocalCluster(dashboard_address=None, ")
+    exec(compile(code, str(page), "exec"), {})
+    gap = float(capsys.readouterr().out.split()[-1])
+    assert gap < 1e-6
