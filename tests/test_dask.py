@@ -129,6 +129,18 @@ def test_float32_stays_float32(sync):
     assert_allclose(clf.predict_proba(X), reference.predict_proba(X), atol=1e-4)
 
 
+def test_warm_start_refit_on_dask(sync):
+    X, y = _data()
+    X_dask, y_dask = _dask(X, y)
+    clf = MarginSoftmaxClassifier(random_state=0, warm_start=True).fit(X_dask, y_dask)
+    reference = MarginSoftmaxClassifier(random_state=0, warm_start=True).fit(X, y)
+    clf.fit(X_dask, y_dask)
+    reference.fit(X, y)
+    assert clf.n_iter_ == reference.n_iter_  # the warm start was taken
+    assert_allclose(clf.predict_proba(X), reference.predict_proba(X), atol=1e-6)
+    assert clf.n_features_in_ == X.shape[1]
+
+
 def test_prediction_methods_return_lazy_arrays(sync):
     X, y = _data(n_classes=2)
     labels = np.array(["no", "yes"])[y]
