@@ -52,7 +52,7 @@ def cluster_client():
             host="127.0.0.1",
             n_workers=2,
             threads_per_worker=1,
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # loopback, any free port
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -246,8 +246,10 @@ def test_documented_example_runs(capsys):
         page.read_text(),
     ).group(1)
     code = "\n".join(line[3:] for line in block.splitlines())
-    # Loopback only, no dashboard server in the suite.
-    code = code.replace("LocalCluster(", "LocalCluster(dashboard_address=None, ")
+    # Loopback only; the dashboard on any free loopback port.
+    code = code.replace(
+        "LocalCluster(", 'LocalCluster(dashboard_address="127.0.0.1:0", '
+    )
     exec(compile(code, str(page), "exec"), {})
     gap = float(capsys.readouterr().out.split()[-1])
     assert gap < 1e-6
