@@ -15,6 +15,7 @@ from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import _dask
 from ._compat import Interval, StrOptions, fit_context
 from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin
@@ -157,6 +158,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
+        if _dask.is_dask_array(X):  # Dask input: map-reduce fit (_dask.py)
+            return _dask.fit_dask(self, X, y, sample_weight)
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
             X, y, sample_weight
@@ -248,7 +251,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         self.constant_feature_ = constant
         self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
         self.intercept_ = (
-            np.asarray(objective.bias_scale * intercept, dtype=dtype)
+            np.asarray(intercept, dtype=dtype).copy()
             if intercept is not None
             else np.zeros(objective.n_classes, dtype=dtype)
         )
@@ -295,6 +298,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "decision_function", X)
         logits = self._logits(X)
         if logits.shape[1] == 2:
             return logits[:, 1] - logits[:, 0]
@@ -311,6 +316,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "predict", X)
         logits = self._logits(X)
         return self.classes_[np.argmax(logits, axis=1)]
 
@@ -325,6 +332,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "predict_proba", X)
         return softmax(self._logits(X), copy=False)
 
     def predict_log_proba(self, X):
@@ -343,6 +352,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
+            return _dask.predict_dask(self, "predict_log_proba", X)
         logits = self._logits(X)
         proba = softmax(logits.copy(), copy=False)
         with np.errstate(divide="ignore"):

@@ -51,7 +51,7 @@ def initial_params(objective, y_encoded, sample_weight, random_state):
         # Weighted log-priors, centred: softmax is invariant to a common shift.
         priors = np.bincount(y_encoded, sample_weight, minlength=n_classes)
         log_priors = np.log(np.maximum(priors / priors.sum(), 1e-12))
-        intercept[:] = (log_priors - log_priors.mean()) / objective.bias_scale
+        intercept[:] = log_priors - log_priors.mean()
     if objective.margin.start == "class-means":
         means = weighted_class_sums(objective.X, y_encoded, sample_weight, n_classes)
         norms = np.linalg.norm(means, axis=1)
@@ -130,5 +130,5 @@ def warm_start_params(estimator, objective):
     else:
         coef[:] = estimator.coef_
     if intercept is not None:
-        intercept[:] = estimator.intercept_ / objective.bias_scale
+        intercept[:] = estimator.intercept_
     return params

@@ -71,7 +71,7 @@ def _exact_objective(clf, X, y, t):
     coef, intercept = objective.unpack(params)
     lifted = clf.constant_feature_ > 0
     coef[:] = np.column_stack([clf.coef_, clf.constant_coef_]) if lifted else clf.coef_
-    intercept[:] = clf.intercept_ / objective.bias_scale
+    intercept[:] = clf.intercept_
     return objective.value_and_state(params)[0]
 
 

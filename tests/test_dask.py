@@ -1,0 +1,260 @@
+"""Fit and predict on Dask arrays: the in-memory results, chunk by chunk.
+
+Most tests run Dask's synchronous scheduler (the same map-reduce code, no
+cluster overhead); the cluster tests use one module-scoped loopback
+LocalCluster of two single-threaded worker processes.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import make_blobs
+
+from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+
+pytest.importorskip("distributed")
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import sklmargin._dask as dask_module  # noqa: E402
+
+CHUNK = 90
+
+
+def _data(n=400, n_classes=3, seed=0):
+    X, y = make_blobs(
+        n_samples=n, centers=n_classes, n_features=5, cluster_std=3.0, random_state=seed
+    )
+    return X, y
+
+
+def _dask(*arrays, chunks=CHUNK):
+    return [da.from_array(a, chunks=chunks) for a in arrays]
+
+
+@pytest.fixture
+def sync():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    with (
+        LocalCluster(
+            processes=True,
+            host="127.0.0.1",
+            n_workers=2,
+            threads_per_worker=1,
+            dashboard_address="127.0.0.1:0",  # loopback, any free port
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+CONFIGS = [
+    (MarginSoftmaxClassifier, {"loss": "am-softmax"}),
+    (MarginSoftmaxClassifier, {"loss": "softmax", "C": 0.5}),
+    (MarginSoftmaxClassifier, {"loss": "arcface", "fit_intercept": False}),
+    (MarginSoftmaxClassifier, {"loss": "l-softmax"}),
+    (MarginSoftmaxClassifier, {"loss": "normface", "t": 1.2}),
+    (
+        KernelMarginSoftmaxClassifier,
+        {"n_components": 60, "kernel_approximation": "orf"},
+    ),
+    # A basis no larger than n_components per chunk: the in-memory basis.
+    (
+        KernelMarginSoftmaxClassifier,
+        {"n_components": 400, "kernel_approximation": "nystroem"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("Estimator", "params"), CONFIGS)
+def test_matches_in_memory_fit(sync, Estimator, params):
+    X, y = _data()
+    weights = np.random.default_rng(0).integers(0, 4, len(y)).astype(float)
+    estimator = Estimator(random_state=0, class_weight="balanced", **params)
+    expected = estimator.fit(X, y, sample_weight=weights).predict_proba(X)
+    X_dask, y_dask, w_dask = _dask(X, y, weights)
+    fitted = Estimator(**estimator.get_params()).fit(
+        X_dask, y_dask, sample_weight=w_dask
+    )
+    proba = fitted.predict_proba(X_dask)
+    assert isinstance(proba, da.Array)
+    assert_allclose(proba.compute(), expected, rtol=0, atol=1e-6)
+
+
+def test_streamed_chunks_equal_persisted(sync, monkeypatch):
+    X, y = _data()
+    X_dask, y_dask = _dask(X, y)
+    fits = []
+    for persist in (True, False):
+        monkeypatch.setattr(dask_module, "persist_chunks", persist)
+        clf = KernelMarginSoftmaxClassifier(n_components=40, t=1.2, random_state=0)
+        fits.append(clf.fit(X_dask, y_dask))
+    assert_array_equal(fits[0].coef_, fits[1].coef_)
+    assert_array_equal(fits[0].intercept_, fits[1].intercept_)
+
+
+def test_integer_weights_equal_repeated_rows(sync):
+    X, y = _data(n=300)
+    weights = np.random.default_rng(1).integers(0, 3, len(y))
+    repeated = np.repeat(np.arange(len(y)), weights)
+    weighted = KernelMarginSoftmaxClassifier(
+        n_components=40, kernel_approximation="orf", random_state=0
+    ).fit(*_dask(X, y), sample_weight=da.from_array(weights.astype(float), chunks=70))
+    expanded = KernelMarginSoftmaxClassifier(
+        n_components=40, kernel_approximation="orf", random_state=0
+    ).fit(*_dask(X[repeated], y[repeated]))
+    assert weighted.feature_map_.gamma_ == pytest.approx(
+        expanded.feature_map_.gamma_, rel=1e-12
+    )
+    assert_allclose(
+        weighted.predict_proba(X), expanded.predict_proba(X), rtol=0, atol=1e-6
+    )
+
+
+def test_float32_stays_float32(sync):
+    X, y = _data()
+    X = X.astype(np.float32)
+    clf = MarginSoftmaxClassifier(random_state=0).fit(*_dask(X, y))
+    assert clf.coef_.dtype == np.float32
+    assert clf.predict_proba(_dask(X)[0]).dtype == np.float32
+    reference = MarginSoftmaxClassifier(random_state=0).fit(X, y)
+    assert_allclose(clf.predict_proba(X), reference.predict_proba(X), atol=1e-4)
+
+
+def test_warm_start_refit_on_dask(sync):
+    X, y = _data()
+    X_dask, y_dask = _dask(X, y)
+    clf = MarginSoftmaxClassifier(random_state=0, warm_start=True).fit(X_dask, y_dask)
+    reference = MarginSoftmaxClassifier(random_state=0, warm_start=True).fit(X, y)
+    clf.fit(X_dask, y_dask)
+    reference.fit(X, y)
+    assert clf.n_iter_ == reference.n_iter_  # the warm start was taken
+    assert_allclose(clf.predict_proba(X), reference.predict_proba(X), atol=1e-6)
+    assert clf.n_features_in_ == X.shape[1]
+
+
+def test_prediction_methods_return_lazy_arrays(sync):
+    X, y = _data(n_classes=2)
+    labels = np.array(["no", "yes"])[y]
+    clf = MarginSoftmaxClassifier(random_state=0).fit(*_dask(X, labels))
+    assert_array_equal(clf.classes_, ["no", "yes"])
+    X_dask = _dask(X)[0]
+    for method in (
+        "predict",
+        "decision_function",
+        "predict_proba",
+        "predict_log_proba",
+    ):
+        lazy = getattr(clf, method)(X_dask)
+        assert isinstance(lazy, da.Array)
+        expected = getattr(clf, method)(X)
+        assert lazy.shape == expected.shape
+        assert_array_equal(lazy.compute(), expected)
+
+
+def test_cluster_sv_softmax_matches_in_memory(cluster_client):
+    # SV-Softmax's masks stay on the workers between rounds.
+    X, y = _data(n=300)
+    weights = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    clf = MarginSoftmaxClassifier(loss="am-softmax", t=1.2, random_state=0)
+    expected = clf.fit(X, y, sample_weight=weights).predict_proba(X)
+    fitted = MarginSoftmaxClassifier(**clf.get_params()).fit(
+        *_dask(X, y, chunks=150), sample_weight=weights
+    )
+    assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
+    assert fitted.n_evaluations_dask_ > 0
+
+
+def test_cluster_kernel_matches_in_memory(cluster_client):
+    X, y = _data(n=300)
+    clf = KernelMarginSoftmaxClassifier(
+        n_components=50, kernel_approximation="orf", random_state=0
+    )
+    expected = clf.fit(X, y).predict_proba(X)
+    fitted = KernelMarginSoftmaxClassifier(**clf.get_params()).fit(
+        *_dask(X, y, chunks=150)
+    )
+    assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
+    assert_allclose(
+        fitted.feature_map_.random_weights_, clf.feature_map_.random_weights_
+    )
+
+
+def _with_nan(X):
+    X = X.copy()
+    X[3, 1] = np.nan
+    return X
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda X, y, w: (_with_nan(X), y, w), "NaN"),
+        (lambda X, y, w: (X, y, -w), "Negative"),
+        (lambda X, y, w: (X, y, 0 * w), "sums to zero"),
+        (lambda X, y, w: (X, np.zeros_like(y), w), "only one class"),
+        (lambda X, y, w: (X, y[:-1], w), "shape"),
+        (lambda X, y, w: (X, y + 0.5, w), "continuous"),
+    ],
+)
+def test_bad_input_raises(sync, change, match):
+    X, y = _data(n=100)
+    X, y, w = change(X, y, np.ones(len(y)))
+    with pytest.raises(ValueError, match=match):
+        MarginSoftmaxClassifier().fit(da.from_array(X, chunks=30), y, sample_weight=w)
+
+
+def test_other_dask_collections_and_shapes_are_rejected(sync):
+    X, y = _data(n=60)
+    clf = MarginSoftmaxClassifier(random_state=0).fit(*_dask(X, y))
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(da.from_array(X[:, :3], chunks=20))
+    unknown = da.from_array(X, chunks=20)[da.from_array(y, chunks=20) > 0]
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        MarginSoftmaxClassifier().fit(unknown, y[y > 0])
+    bag = pytest.importorskip("dask.bag").from_sequence([1, 2])
+    with pytest.raises(TypeError, match="dask.array"):
+        MarginSoftmaxClassifier().fit(bag, y)
+
+
+def test_core_does_not_import_dask():
+    code = (
+        "import sys, numpy as np\n"
+        "from sklmargin import KernelMarginSoftmaxClassifier\n"
+        "X = np.random.default_rng(0).normal(size=(40, 3)); y = np.arange(40) % 2\n"
+        "KernelMarginSoftmaxClassifier(n_components=20).fit(X, y).predict(X)\n"
+        "print(any(m == 'dask' or m.startswith('dask.') for m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_documented_example_runs(capsys):
+    page = Path(__file__).resolve().parent.parent / "docs" / "larger_than_memory.rst"
+    if not page.is_file():
+        pytest.skip("docs/larger_than_memory.rst is not in this checkout")
+    block = re.search(
+        r"Example\n=+\n\n\.\. code-block:: python\n\n((?:   .*\n|\n)+)",
+        page.read_text(),
+    ).group(1)
+    code = "\n".join(line[3:] for line in block.splitlines())
+    # Loopback only; the dashboard on any free loopback port.
+    code = code.replace(
+        "LocalCluster(", 'LocalCluster(dashboard_address="127.0.0.1:0", '
+    )
+    exec(compile(code, str(page), "exec"), {})
+    gap = float(capsys.readouterr().out.split()[-1])
+    assert gap < 1e-6
