@@ -319,19 +319,22 @@ def test_aliases_resolve():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_compiled_cross_entropy_matches_numpy_reference(dtype):
-    from sklmargin import _objective
+    from sklmargin import _cross_entropy
 
-    if _objective.HalfMultinomialLoss is None:
+    if _cross_entropy.HalfMultinomialLoss is None:
         pytest.skip("this scikit-learn has no private HalfMultinomialLoss")
     # With it present (scikit-learn 1.6-1.9), the probe must have chosen it.
-    assert _objective.softmax_cross_entropy is _objective._sklearn_softmax_cross_entropy
+    assert (
+        _cross_entropy.softmax_cross_entropy
+        is _cross_entropy._sklearn_softmax_cross_entropy
+    )
     rng = np.random.default_rng(6)
     z = (rng.standard_normal((500, 7)) * 30).astype(dtype)
     y = rng.integers(0, 7, 500)
     sw = rng.uniform(0, 1, 500)
     sw /= sw.sum()
-    loss_ref, grad_ref = _objective._numpy_softmax_cross_entropy(z.copy(), y, sw)
-    loss, grad = _objective._sklearn_softmax_cross_entropy(z.copy(), y, sw)
+    loss_ref, grad_ref = _cross_entropy._numpy_softmax_cross_entropy(z.copy(), y, sw)
+    loss, grad = _cross_entropy._sklearn_softmax_cross_entropy(z.copy(), y, sw)
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     assert loss == pytest.approx(loss_ref, rel=rtol)
     np.testing.assert_allclose(grad, grad_ref, rtol=rtol, atol=rtol * 1e-3)
@@ -348,7 +351,7 @@ def test_numpy_cross_entropy_matches_per_sample_formula():
         - sw[i] * z[i, y[i]]
         for i in range(9)
     )
-    from sklmargin._objective import _numpy_softmax_cross_entropy
+    from sklmargin._cross_entropy import _numpy_softmax_cross_entropy
 
     loss, grad = _numpy_softmax_cross_entropy(z.copy(), y, sw)
     assert loss == pytest.approx(expected, rel=1e-12)
@@ -360,14 +363,14 @@ def test_numpy_cross_entropy_matches_per_sample_formula():
 
 @pytest.mark.parametrize("replacement", [None, "broken"])
 def test_cross_entropy_falls_back_to_numpy(monkeypatch, replacement):
-    from sklmargin import _objective
+    from sklmargin import _cross_entropy
 
     class Broken:
         def __init__(self, n_classes):
             raise RuntimeError("moved in a future scikit-learn")
 
     monkeypatch.setattr(
-        _objective, "HalfMultinomialLoss", None if replacement is None else Broken
+        _cross_entropy, "HalfMultinomialLoss", None if replacement is None else Broken
     )
-    chosen = _objective._select_cross_entropy()
-    assert chosen is _objective._numpy_softmax_cross_entropy
+    chosen = _cross_entropy._select_cross_entropy()
+    assert chosen is _cross_entropy._numpy_softmax_cross_entropy
