@@ -41,8 +41,7 @@ from ._dask_objective import (
     prepare_chunk,
 )
 from ._margins import Softmax
-from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged
-from ._start import warm_start_params
+from ._solver import fit_continuation
 from ._validation import class_weight_factors
 
 #: Whether prepared chunks are persisted on the workers: None decides by size
@@ -372,44 +371,18 @@ def fit_dask(estimator, X, y, sample_weight=None):
     chunks = source.chunks(keep, mapper, margin.uses_angle, constant, n_rows)
     objective = DaskMarginObjective(
         chunks, sw_total, n_rows, constant, len(classes), margin, m, s,
-        estimator.C, estimator.fit_intercept,
+        estimator.C, estimator.fit_intercept, source.dtype,
     )  # fmt: skip
-    x0 = warm_start_params(estimator, objective)
-    warm, n_iter = x0 is not None, 0
-    if warm:
-        lambdas = [lambda_min]
-    else:
-        lambdas = lambda_schedule(lambda_min) if margin.uses_lambda else [0.0]
+
+    def cold_start():
         if margin.start == "softmax-solution":
-            x0, n_iter = _softmax_start(
+            return _softmax_start(
                 estimator, source, keep, mapper, n_features, sw_total, totals
             )
-        else:
-            sums = _class_sums(objective) if margin.start == "class-means" else None
-            x0 = _start_params(objective, totals, sums, estimator.random_state)
-    result = fit_continuation(
-        objective,
-        x0,
-        lambdas=lambdas,
-        max_iter=estimator.max_iter,
-        tol=estimator.tol * (s if s is not None else 1.0),  # as the in-memory fit
-        warm=warm,
-        verbose=estimator.verbose,
-    )
-    if not np.all(np.isfinite(result.params)):
-        raise FloatingPointError(
-            f"{type(estimator).__name__} diverged to non-finite coefficients with "
-            f"loss={margin.name!r}; scale the data (StandardScaler) or lower s."
-        )
-    estimator._store_solution(objective, result.params, margin, m, s, X.dtype)
-    warn_if_not_converged(
-        result,
-        estimator.max_iter,
-        estimator.tol,
-        type(estimator).__name__,
-        hint=estimator._collapse_hint(margin),
-    )
-    estimator.n_iter_ = n_iter + result.n_iter
+        sums = _class_sums(objective) if margin.start == "class-means" else None
+        return _start_params(objective, totals, sums, estimator.random_state), 0
+
+    estimator._solve(objective, margin, m, s, lambda_min, cold_start)
     estimator.n_evaluations_dask_ = objective.n_evaluations
     return estimator
 

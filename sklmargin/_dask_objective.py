@@ -271,6 +271,8 @@ class DaskMarginObjective:
     margin : Margin or SupportVectorGuided
     m, s, C : float
     fit_intercept : bool
+    dtype : numpy dtype, default=np.float64
+        The data's dtype (that of the fitted attributes).
     """
 
     # Layout and penalty are the in-memory objective's, unchanged.
@@ -291,8 +293,10 @@ class DaskMarginObjective:
         s,
         C,
         fit_intercept,
+        dtype=np.float64,
     ):
         self.chunks = chunks
+        self.dtype = np.dtype(dtype)
         self.sw_total = float(sw_total)
         self.n_features = n_features
         self.rows = LiftInfo(float(constant))
@@ -319,6 +323,7 @@ class DaskMarginObjective:
             self.s,
             self.C,
             self.fit_intercept,
+            self.dtype,
         )
 
     def _graph_inputs(self, params):

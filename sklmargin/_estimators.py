@@ -195,20 +195,32 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
             "tol": self.tol,
             "random_state": self.random_state,
         }
+
+        def cold_start():
+            if margin.start == "softmax-solution":
+                return softmax_start(
+                    objective, features, y_encoded, sample_weight, settings=settings
+                )
+            return initial_params(
+                objective, y_encoded, sample_weight, self.random_state
+            ), 0
+
+        return self._solve(objective, margin, m, s, lambda_min, cold_start)
+
+    def _solve(self, objective, margin, m, s, lambda_min, cold_start):
+        """Solve from a warm or cold start and store the solution (every path).
+
+        ``cold_start() -> (x0, n_iter)`` gives the first point of a cold fit;
+        the in-memory fit and the Dask fit differ only in it and in the
+        objective they pass.
+        """
         x0 = warm_start_params(self, objective)
         warm, n_iter = x0 is not None, 0
         if warm:
             lambdas = [lambda_min]
         else:
             lambdas = lambda_schedule(lambda_min) if margin.uses_lambda else [0.0]
-            if margin.start == "softmax-solution":
-                x0, n_iter = softmax_start(
-                    objective, features, y_encoded, sample_weight, settings=settings
-                )
-            else:
-                x0 = initial_params(
-                    objective, y_encoded, sample_weight, self.random_state
-                )
+            x0, n_iter = cold_start()
         result = fit_continuation(
             objective,
             x0,
@@ -226,7 +238,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} diverged to non-finite coefficients with "
                 f"loss={margin.name!r}; scale the data (StandardScaler) or lower s."
             )
-        self._store_solution(objective, result.params, margin, m, s, features.dtype)
+        self._store_solution(objective, result.params, margin, m, s, objective.dtype)
         warn_if_not_converged(
             result,
             self.max_iter,
