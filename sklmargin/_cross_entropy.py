@@ -69,3 +69,22 @@ def _select_cross_entropy():
 
 
 softmax_cross_entropy = _select_cross_entropy()
+
+
+def log_softmax_of_probabilities(logits, proba):
+    """``log(proba)``, with the exact log-softmax where ``proba`` underflowed.
+
+    ``predict_log_proba`` is taken as ``log(predict_proba)`` so that both agree
+    to the last bit in float32 at large ``s``; where a probability underflows
+    to 0 (a logit gap beyond ~104 in float32, ~745 in float64) the log-softmax
+    of ``logits`` is returned instead of ``-inf``.
+    """
+    with np.errstate(divide="ignore"):
+        log_proba = np.log(proba)
+    underflow = proba == 0
+    if np.any(underflow):
+        shifted = np.asarray(logits, dtype=np.float64)
+        shifted = shifted - shifted.max(axis=1, keepdims=True)
+        shifted -= np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        log_proba[underflow] = shifted[underflow]
+    return log_proba

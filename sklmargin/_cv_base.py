@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import fit_temperature, logits_from_decision
 from ._compat import fit_context
+from ._cross_entropy import log_softmax_of_probabilities
 from ._doc_link import DocLinkMixin
 from ._estimators import MarginSoftmaxClassifier
 from ._margins import get_margin
@@ -473,12 +474,17 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        return softmax(self._calibrated_logits(X), copy=False)
+
+    def _calibrated_logits(self, X):
         logits = logits_from_decision(self.decision_function(X))
-        scaled = logits / logits.dtype.type(self.temperature_)
-        return softmax(scaled, copy=False)
+        return logits / logits.dtype.type(self.temperature_)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (taken from it, so both agree).
+
+        Where a probability underflows to 0, the exact log-softmax instead of
+        ``-inf``.
 
         Parameters
         ----------
@@ -488,7 +494,8 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return np.log(self.predict_proba(X))
+        logits = self._calibrated_logits(X)
+        return log_softmax_of_probabilities(logits, softmax(logits.copy(), copy=False))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

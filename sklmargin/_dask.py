@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
@@ -41,7 +40,7 @@ from ._dask_objective import (
     prepare_chunk,
 )
 from ._margins import Softmax
-from ._solver import fit_continuation
+from ._start import solve_softmax_start, start_params
 from ._validation import class_weight_factors
 
 #: Whether prepared chunks are persisted on the workers: None decides by size
@@ -285,27 +284,6 @@ def _lift_constant(source, mapper, n_features, sw_total, constant_feature):
     return float(constant_feature) * peak * float(np.sqrt(mean_square))
 
 
-def _start_params(objective, class_totals, class_sums, random_state):
-    """:func:`~sklmargin._start.initial_params` from reduced statistics."""
-    params = np.zeros(objective.n_params)
-    coef, intercept = objective.unpack(params)
-    if intercept is not None:
-        log_priors = np.log(np.maximum(class_totals / class_totals.sum(), 1e-12))
-        intercept[:] = log_priors - log_priors.mean()
-    if objective.margin.start == "class-means":
-        means = class_sums
-        norms = np.linalg.norm(means, axis=1)
-        degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
-        if np.any(degenerate):
-            rng = check_random_state(random_state)
-            means[degenerate] = rng.standard_normal(
-                (int(degenerate.sum()), objective.n_features)
-            )
-            norms = np.linalg.norm(means, axis=1)
-        coef[:] = means / norms[:, None]
-    return params
-
-
 def _class_sums(objective):
     import dask
 
@@ -325,19 +303,13 @@ def _softmax_start(estimator, source, keep, mapper, n_features, sw_total, totals
         chunks, sw_total, n_features, 0.0, len(totals), Softmax(), 0.0, 1.0,
         estimator.C, estimator.fit_intercept,
     )  # fmt: skip
-    x0 = _start_params(start, totals, None, estimator.random_state)
-    result = fit_continuation(
-        start, x0, max_iter=estimator.max_iter, tol=max(estimator.tol, 1e-4)
-    )
-    params = result.params
-    coef, _ = start.unpack(params)
-    norms = np.linalg.norm(coef, axis=1)
-    scale = max(norms.max(), 1.0)
-    small = norms < 1e-3 * scale
-    if np.any(small):
-        rng = check_random_state(estimator.random_state)
-        coef[small] = 1e-3 * scale * rng.standard_normal((small.sum(), coef.shape[1]))
-    return params, result.n_iter
+    x0 = start_params(start, totals, None, estimator.random_state)
+    settings = {
+        "max_iter": estimator.max_iter,
+        "tol": estimator.tol,
+        "random_state": estimator.random_state,
+    }
+    return solve_softmax_start(start, x0, settings)
 
 
 def fit_dask(estimator, X, y, sample_weight=None):
@@ -380,7 +352,7 @@ def fit_dask(estimator, X, y, sample_weight=None):
                 estimator, source, keep, mapper, n_features, sw_total, totals
             )
         sums = _class_sums(objective) if margin.start == "class-means" else None
-        return _start_params(objective, totals, sums, estimator.random_state), 0
+        return start_params(objective, totals, sums, estimator.random_state), 0
 
     estimator._solve(objective, margin, m, s, lambda_min, cold_start)
     estimator.n_evaluations_dask_ = objective.n_evaluations

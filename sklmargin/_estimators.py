@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _dask
 from ._compat import Interval, StrOptions, fit_context
+from ._cross_entropy import log_softmax_of_probabilities
 from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin
 from ._modifiers import with_support_vectors
@@ -367,18 +368,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
             return _dask.predict_dask(self, "predict_log_proba", X)
         logits = self._logits(X)
-        proba = softmax(logits.copy(), copy=False)
-        with np.errstate(divide="ignore"):
-            log_proba = np.log(proba)
-        underflow = proba == 0
-        if np.any(underflow):
-            # A class beyond the dtype's range (a logit gap of ~104 in float32)
-            # has probability 0; its log-probability is finite: the log-softmax.
-            shifted = logits.astype(np.float64)
-            shifted -= shifted.max(axis=1, keepdims=True)
-            shifted -= np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-            log_proba[underflow] = shifted[underflow]
-        return log_proba
+        return log_softmax_of_probabilities(logits, softmax(logits.copy(), copy=False))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

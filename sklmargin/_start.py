@@ -37,23 +37,32 @@ def weighted_class_sums(X, y_encoded, sample_weight, n_classes, block=65536):
 
 
 def initial_params(objective, y_encoded, sample_weight, random_state):
-    """Cold start: centred log-priors as biases, prototypes by ``margin.start``.
-
-    "class-means" (weight imprinting): each prototype starts at the weighted
-    mean of its class's unit rows; a zero mean gets a random direction, the only
-    use of ``random_state``. "zeros": all prototypes zero (plain softmax, a
-    convex problem).
-    """
+    """Cold start from the rows: class totals and sums, then :func:`start_params`."""
     n_classes = objective.n_classes
+    totals = np.bincount(y_encoded, sample_weight, minlength=n_classes)
+    sums = None
+    if objective.margin.start == "class-means":
+        sums = weighted_class_sums(objective.X, y_encoded, sample_weight, n_classes)
+    return start_params(objective, totals, sums, random_state)
+
+
+def start_params(objective, class_totals, class_sums, random_state):
+    """Cold start from class statistics (in memory, or reduced over Dask chunks).
+
+    Biases: the centred weighted log-priors (softmax is invariant to a common
+    shift). Prototypes by ``margin.start``: "class-means" (weight imprinting)
+    starts each at the weighted mean of its class's unit rows, ``class_sums``
+    normalised; a zero mean gets a random direction, the only use of
+    ``random_state``. "zeros" (plain softmax, a convex problem) and
+    "softmax-solution" leave them at zero.
+    """
     params = np.zeros(objective.n_params)
     coef, intercept = objective.unpack(params)
     if intercept is not None:
-        # Weighted log-priors, centred: softmax is invariant to a common shift.
-        priors = np.bincount(y_encoded, sample_weight, minlength=n_classes)
-        log_priors = np.log(np.maximum(priors / priors.sum(), 1e-12))
+        log_priors = np.log(np.maximum(class_totals / class_totals.sum(), 1e-12))
         intercept[:] = log_priors - log_priors.mean()
     if objective.margin.start == "class-means":
-        means = weighted_class_sums(objective.X, y_encoded, sample_weight, n_classes)
+        means = np.array(class_sums, dtype=np.float64)
         norms = np.linalg.norm(means, axis=1)
         degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
         if np.any(degenerate):
@@ -71,8 +80,7 @@ def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
 
     L-Softmax's logits at ``lambda -> infinity`` are the raw inner products
     ``<w_j, x>``, so the softmax prototypes on the raw rows carry over as they
-    are. A prototype left at the origin (the cone point of ``|w||x|psi``, where
-    the loss is not differentiable) is nudged off it.
+    are (:func:`solve_softmax_start`).
 
     Returns
     -------
@@ -91,6 +99,20 @@ def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
         objective.fit_intercept,
     )
     x0 = initial_params(start, y_encoded, sample_weight, settings["random_state"])
+    return solve_softmax_start(start, x0, settings)
+
+
+def solve_softmax_start(start, x0, settings):
+    """Solve the plain-softmax problem ``start`` and nudge collapsed prototypes.
+
+    A prototype left at the origin (the cone point of ``|w||x|psi``, where the
+    loss is not differentiable) is moved off it by a small random direction.
+
+    Returns
+    -------
+    params : ndarray
+    n_iter : int
+    """
     result = fit_continuation(
         start, x0, max_iter=settings["max_iter"], tol=max(settings["tol"], 1e-4)
     )

@@ -170,3 +170,18 @@ def test_arcface_float32_gradient_near_antiparallel_target(gap):
     _, g64 = margin_softmax_loss(cos.astype(np.float64), y, loss="arcface", m=0.5, s=30)
     # Same (float32-rounded) input: only float32 arithmetic may differ.
     assert np.abs(g32 - g64).max() <= 1e-5 * np.abs(g64).max()
+
+
+# -- the CV estimator shares predict_log_proba's underflow handling -------------
+def test_cv_log_proba_of_an_underflowed_probability_is_finite():
+    from sklmargin import MarginSoftmaxClassifierCV
+
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]] * 10, dtype=np.float32)
+    y = [0, 1] * 10
+    clf = MarginSoftmaxClassifierCV(ss=[1000.0], cv=2).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        log_proba = clf.predict_log_proba(X)
+    proba = clf.predict_proba(X)
+    assert np.all(np.isfinite(log_proba)) and np.any(proba == 0)
+    np.testing.assert_array_equal(log_proba[proba > 0], np.log(proba[proba > 0]))
