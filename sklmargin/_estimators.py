@@ -177,7 +177,13 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
             else 0.0
         )
         rows = prepare_rows(
-            features, normalize=margin.uses_angle, constant=constant, norms=norms
+            features,
+            normalize=margin.uses_angle,
+            constant=constant,
+            norms=norms,
+            # Mapped rows are ours and needed no more, except by the softmax
+            # start of L-Softmax, which works on the raw rows.
+            overwrite=features is not X and margin.start != "softmax-solution",
         )
         _check_logit_range(margin, s, rows, len(classes))
         objective = LinearMarginObjective(

@@ -122,7 +122,7 @@ class PreparedRows:
         return self.X.dtype
 
 
-def prepare_rows(X, *, normalize, constant=0.0, norms=None):
+def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
     """Lift and normalise ``X`` once, for fit or predict.
 
     Parameters
@@ -135,6 +135,10 @@ def prepare_rows(X, *, normalize, constant=0.0, norms=None):
         Lifting constant ``c``; 0 means no lift.
     norms : ndarray of shape (n_samples,), default=None
         The plain row norms (:func:`row_norms`) if the caller has them already.
+    overwrite : bool, default=False
+        Normalise a dense, unlifted ``X`` in place (the caller owns it and needs
+        it no more: the kernel estimator's mapped rows), so that the fit holds
+        one n x M matrix, not two.
 
     Returns
     -------
@@ -144,7 +148,11 @@ def prepare_rows(X, *, normalize, constant=0.0, norms=None):
         return PreparedRows(X, None, 0.0)
     norms = lifted_norms(X, constant, norms)
     inverse = 1.0 / np.maximum(norms, TINY_NORM)
-    unit = _lift_and_scale_rows(X, inverse, constant)
+    if overwrite and not constant and not sparse.issparse(X):
+        # As _lift_and_scale_rows: the product in float64, then cast.
+        unit = np.multiply(X, inverse[:, None], out=X, casting="unsafe")
+    else:
+        unit = _lift_and_scale_rows(X, inverse, constant)
     with np.errstate(over="ignore"):  # a float64 norm beyond float32 becomes inf
         norms = norms.astype(X.dtype)
     return PreparedRows(unit, norms, float(constant))

@@ -1,0 +1,51 @@
+"""Peak memory of a KernelMarginSoftmaxClassifier fit (issue 9's memory target).
+
+Target: at most one n x M float32 matrix beyond the data. Synthetic float32
+data (default 100,000 x 50, M = 2000), one BLAS thread, peak RSS growth of the
+fit measured with ``resource`` (Unix only). Run in a fresh process:
+
+    python benchmarks/kernel_memory.py --n 100000 --d 50 --m 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--d", type=int, default=50)
+    parser.add_argument("--m", type=int, default=2000)
+    parser.add_argument("--max-iter", type=int, default=20)
+    args = parser.parse_args()
+    from sklmargin import KernelMarginSoftmaxClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((args.n, args.d)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 0.5)
+    # ru_maxrss is in KiB on Linux.
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start = time.perf_counter()
+    with threadpool_limits(1):
+        KernelMarginSoftmaxClassifier(
+            n_components=args.m, random_state=0, max_iter=args.max_iter
+        ).fit(X, y)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    one_matrix = args.n * args.m * 4 / 2**20
+    print("BLAS threads: 1")
+    print(
+        f"n={args.n} d={args.d} M={args.m}: peak RSS growth {peak - before:.0f} MiB; "
+        f"one n x M float32 = {one_matrix:.0f} MiB; data {X.nbytes / 2**20:.0f} MiB; "
+        f"fit {seconds:.1f} s ({args.max_iter} iterations at most)"
+    )
+
+
+if __name__ == "__main__":
+    main()
