@@ -21,7 +21,11 @@ from ._cross_entropy import log_softmax_of_probabilities
 from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin
 from ._modifiers import with_support_vectors
-from ._objective import LinearMarginObjective, margin_free_logits
+from ._objective import (
+    LinearMarginObjective,
+    checked_logit_scale,
+    margin_free_logits,
+)
 from ._rows import lift_constant, prepare_rows, row_norms
 from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged
 from ._start import initial_params, softmax_start, warm_start_params
@@ -30,32 +34,6 @@ from ._validation import check_sample_and_class_weight
 # Prototypes whose norm falls this far below the largest have collapsed onto
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).
 _COLLAPSE_RATIO = 1e-8
-
-
-def _check_logit_range(margin, s, rows, n_classes):
-    """Refuse a logit scale whose logits cannot be represented in the dtype.
-
-    Cosines and margin targets are bounded (``|h| <= 2 m + 1``), so the logits
-    are bounded by the scale times that; a scale near the dtype's limit (a
-    float32 row of norm 1e37 under A-Softmax's ``s |x|``, or ``s=1e39``) would
-    overflow to inf and give a NaN model.
-    """
-    if rows.norms is None:
-        norms = None
-    else:
-        norms = rows.norms.astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        scale = margin.logit_scale(
-            None if s is None else float(s), norms, np.ones(n_classes)
-        )
-        largest = float(np.max(np.abs(np.asarray(scale, dtype=np.float64))))
-    limit = float(np.finfo(rows.dtype).max) / 64.0
-    if not largest < limit:
-        raise ValueError(
-            f"The logit scale reaches {largest:.3g}, beyond what {rows.dtype} "
-            f"logits can hold (about {limit:.3g}): lower s, or scale the data "
-            "(e.g. StandardScaler)."
-        )
 
 
 class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
@@ -185,7 +163,10 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
             # start of L-Softmax, which works on the raw rows.
             overwrite=features is not X and margin.start != "softmax-solution",
         )
-        _check_logit_range(margin, s, rows, len(classes))
+        checked_logit_scale(
+            margin, s, rows.norms, np.ones(len(classes)), rows.dtype,
+            "lower s, or scale the data (e.g. StandardScaler)",
+        )  # fmt: skip
         objective = LinearMarginObjective(
             rows,
             y_encoded,

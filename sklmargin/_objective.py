@@ -292,6 +292,32 @@ def _check_pointwise_inputs(cos, y, loss, m, s, t, norms, sample_weight):
     return cos, y, margin, m, scale, sample_weight
 
 
+def checked_logit_scale(margin, s, norms, w_norm, dtype, remedy):
+    """Return the margin's logit scale in float64, refused if ``dtype`` cannot hold it.
+
+    Cosines and margin targets are bounded (``|h| <= 2 m + 1``), so the logits
+    are bounded by the scale times that; a scale near the dtype's limit (a
+    float32 row of norm 1e37 under A-Softmax's ``s |x|``, or ``s=1e39``) would
+    overflow to inf and give NaN probabilities. Used by fit and predict.
+
+    Raises
+    ------
+    ValueError
+        Naming the largest scale, the dtype and ``remedy``.
+    """
+    norms = None if norms is None else np.asarray(norms, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64)
+    largest = float(np.max(np.abs(scale), initial=0.0))
+    limit = float(np.finfo(dtype).max) / 64.0
+    if not largest < limit:
+        raise ValueError(
+            f"The logit scale reaches {largest:.3g}, beyond what {np.dtype(dtype)} "
+            f"logits can hold (about {limit:.3g}): {remedy}."
+        )
+    return scale
+
+
 def margin_free_logits(
     margin, X, coef, intercept, *, s, constant=0.0, constant_coef=None
 ):
@@ -333,16 +359,10 @@ def margin_free_logits(
     inverse = 1.0 / np.maximum(norms.astype(np.float64), TINY_NORM)
     raw *= inverse.astype(dtype)[:, None]
     raw *= (1.0 / w_norm).astype(dtype)[None, :]
-    with np.errstate(over="ignore", invalid="ignore"):
-        scale = np.asarray(
-            margin.logit_scale(s, norms.astype(np.float64), w_norm), dtype=np.float64
-        )
-    if not np.max(np.abs(scale), initial=0.0) < np.finfo(dtype).max / 64:
-        raise ValueError(
-            f"The model's logit scale (up to {np.max(np.abs(scale)):.3g}) is beyond "
-            f"what {dtype} logits can hold: predict with float64 input, or refit "
-            "with a smaller s."
-        )
+    scale = checked_logit_scale(
+        margin, s, norms, w_norm, dtype, "predict with float64 input, or refit "
+        "with a smaller s"
+    )  # fmt: skip
     raw *= scale.astype(dtype)
     return raw + intercept.astype(dtype, copy=False)
 
