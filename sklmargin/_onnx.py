@@ -77,7 +77,7 @@ class _LogitDescription:
     tiny: float  # floor of the row norm, used when normalise
 
 
-def _fourier_description(feature_map):
+def _map_description(feature_map):
     """Read the fitted arrays of a feature map (random Fourier or Nyström)."""
     from ._features import RandomFourierFeatures
     from ._nystroem import NystroemFeatures
@@ -162,7 +162,7 @@ def _logit_description(estimator):
     check_is_fitted(estimator)
     margin = estimator.margin_
     feature_map = getattr(estimator, "feature_map_", None)
-    fourier = None if feature_map is None else _fourier_description(feature_map)
+    fourier = None if feature_map is None else _map_description(feature_map)
     coef = np.asarray(estimator.coef_, dtype=np.float64)
     bias = np.asarray(estimator.intercept_, dtype=np.float64)
     n_classes = coef.shape[0]
@@ -310,8 +310,8 @@ def _nystroem_graph(graph, nystroem, X):
     )
 
 
-def _fourier_graph(graph, fourier, X, output=None):
-    """Nodes of ``z(x)``; returns the name of the (n, n_components) result."""
+def _map_graph(graph, fourier, X, output=None):
+    """Nodes of the feature map ``z(x)`` (Nyström or random Fourier)."""
     if isinstance(fourier, _NystroemDescription):
         return _nystroem_graph(graph, fourier, X)
     parts = []
@@ -331,7 +331,7 @@ def _fourier_graph(graph, fourier, X, output=None):
 def _logits_graph(graph, description, X):
     features = X
     if description.feature_map is not None:
-        features = _fourier_graph(graph, description.feature_map, X)
+        features = _map_graph(graph, description.feature_map, X)
     raw = graph.node("MatMul", [features, graph.const("matrix", description.matrix)])
     if description.normalise:
         if np.any(description.inner_bias):
@@ -389,8 +389,8 @@ def _convert_classifier(scope, operator, container):
 def _convert_fourier(scope, operator, container):
     dtype = _input_dtype(operator.inputs[0])
     graph = _Graph(scope, container, dtype, "sklmargin_rff")
-    fourier = _fourier_description(operator.raw_operator)
-    _fourier_graph(
+    fourier = _map_description(operator.raw_operator)
+    _map_graph(
         graph, fourier, operator.inputs[0].full_name, operator.outputs[0].full_name
     )
 
