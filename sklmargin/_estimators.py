@@ -28,7 +28,12 @@ from ._objective import (
 )
 from ._rows import lift_constant, prepare_rows, row_norms
 from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged
-from ._start import initial_params, softmax_start, warm_start_params
+from ._start import (
+    initial_params,
+    optimal_intercept,
+    softmax_start,
+    warm_start_params,
+)
 from ._validation import check_sample_and_class_weight
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
@@ -209,6 +214,8 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         else:
             lambdas = lambda_schedule(lambda_min) if margin.uses_lambda else [0.0]
             x0, n_iter = cold_start()
+            if margin.start == "class-means" and not margin.uses_lambda:
+                x0 = optimal_intercept(objective, x0)
         result = fit_continuation(
             objective,
             x0,

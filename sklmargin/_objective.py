@@ -530,6 +530,39 @@ class LinearMarginObjective:
             largest = max(largest, float(np.max(np.abs(grad_intercept), initial=0.0)))
         return largest
 
+    def intercept_problem(self, params):
+        """The objective as a function of the bias alone, prototypes held at ``params``.
+
+        One forward GEMM; each evaluation then costs ``O(n_samples n_classes)``
+        (:func:`sklmargin._start.optimal_intercept` solves it for the cold
+        start).
+
+        Returns
+        -------
+        callable
+            ``f(b) -> (value, gradient)`` over the ``n_classes`` biases.
+        """
+        cos, scale, _, _ = self._forward(params)
+        # pointwise_loss_gradient writes its logits into a copy of ``cos``.
+        penalty = self._penalty(params)
+
+        def value_and_gradient(intercept):
+            result = pointwise_loss_gradient(
+                cos.copy(),
+                self.y,
+                self.margin,
+                self.m,
+                scale,
+                lam=self.lam,
+                intercept=intercept,
+                sample_weight=self.sw,
+                state=self.state,
+                overwrite_cos=True,
+            )
+            return result.loss + penalty, result.grad_intercept
+
+        return value_and_gradient
+
     def value_and_state(self, params):
         """Exact objective at ``params`` and the non-target state there.
 

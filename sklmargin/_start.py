@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
+from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
 from ._margins import Softmax
@@ -77,6 +78,64 @@ def start_params(objective, class_totals, class_sums, random_state):
             )
             norms = np.linalg.norm(means, axis=1)
         coef[:] = means / norms[:, None]
+    return params
+
+
+#: Gradient tolerance of the bias-only problem: its gradient is the gap between
+#: the weighted predicted and the weighted true class frequencies.
+_INTERCEPT_TOL = 1e-8
+
+
+def optimal_intercept(objective, params):
+    """Return ``params`` with the bias that is optimal for its prototypes.
+
+    The cold start imprints the prototypes and sets the bias to the log-priors,
+    which is optimal only when every logit is equal. At a large logit scale
+    (kernel default s=100) the imprinted prototypes' logits differ by tens,
+    and the log-priors no longer carry the class weights: with
+    ``class_weight={0: 1000, 1: 1e-4}`` the light class keeps its region and
+    L-BFGS, stopping at ``tol * s``, never moves the bias far enough. Solving
+    the bias-only problem first (convex, ``n_classes`` variables, one forward
+    GEMM, then ``O(n_samples n_classes)`` per evaluation) starts every fit
+    from the class frequencies the weights ask for.
+
+    Parameters
+    ----------
+    objective : LinearMarginObjective or DaskMarginObjective
+        With ``intercept_problem(params)`` (else the bias is solved through
+        ``loss_gradient``, one full evaluation per step).
+    params : ndarray
+        Starting parameters with prototypes in place.
+
+    Returns
+    -------
+    ndarray
+        A copy of ``params`` with the optimal bias, centred (softmax ignores a
+        common shift).
+    """
+    params = np.array(params, dtype=np.float64)
+    _, intercept = objective.unpack(params)
+    if intercept is None:
+        return params
+    if hasattr(objective, "intercept_problem"):
+        problem = objective.intercept_problem(params)
+    else:
+
+        def problem(bias):
+            trial = params.copy()
+            objective.unpack(trial)[1][:] = bias
+            value, grad = objective.loss_gradient(trial)
+            return value, objective.unpack(grad)[1].copy()
+
+    result = minimize(
+        problem,
+        intercept.copy(),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 200, "gtol": _INTERCEPT_TOL},
+    )
+    if np.all(np.isfinite(result.x)) and result.fun <= problem(intercept)[0]:
+        intercept[:] = result.x - result.x.mean()
     return params
 
 
