@@ -1,134 +1,202 @@
-"""Issue 9's targets: the default KernelMarginSoftmaxClassifier against tuned SVC.
+"""Issue 17's targets: the kernel estimators against SVC, one run, CPU seconds.
 
-For every dataset: a StandardScaler fitted on the training split, then the
-default ``KernelMarginSoftmaxClassifier(random_state=0)`` and ``SVC(rbf)`` at the
-C and gamma that 3-fold CV over C in {1, 10, 100} x gamma in {1/4, 1, 4} x
-"scale" chose on the training split (``--svc-params``; the choices of
-``benchmarks/kernel_study.py``'s svc stage, recorded in
-``results_kernel_study.md``). Test accuracy, fit and predict seconds (medians of
-``--repeats``), ratios ours / SVC measured in the same run, one BLAS thread.
-SVC on a9a is fitted on a stratified ``--svc-max-samples`` subsample (it does not
-finish on all 32,561 rows in the budget); its time is then a lower bound.
+For every data set (``NAME.npz`` in ``--data``), with a StandardScaler fitted on
+the training split inside each pipeline, one BLAS thread, CPU seconds
+(``time.process_time``) beside wall seconds:
+
+* stage ``default``: ``KernelMarginSoftmaxClassifier(random_state=0)`` against
+  ``SVC(C=10, gamma="scale")``: test accuracy, fit and predict times and the
+  ratios ours / SVC measured in the same run;
+* stage ``cv``: ``KernelMarginSoftmaxClassifierCV(random_state=0)`` against
+  ``GridSearchCV(SVC, C in {1, 10, 100} x gamma in {1/4, 1/2, 1, 2, 4} x
+  "scale", cv=3)`` (15 points, refit included), and the log loss and top-label
+  ECE (15 bins) of the CV estimator's calibrated probabilities against
+  ``SVC(C=10, gamma="scale", probability=True)`` (Platt scaling by libsvm's
+  internal 5-fold CV) and ``CalibratedClassifierCV(SVC(C=10, gamma="scale"),
+  method="sigmoid", cv=3)``.
+
+SVC is fitted on a stratified subsample of ``--svc-max-samples`` training rows
+where the split is larger (a9a: the tuned search does not finish in the budget
+on all 32,561 rows); its time is then a lower bound, and the row says so.
+Each result is appended to ``--out`` (JSON lines) as it is measured.
 
 Usage::
 
-    python benchmarks/kernel_targets.py --data ../shared/data --repeats 3
+    python benchmarks/kernel_targets.py --data ../shared/data --stage default
+    python benchmarks/kernel_targets.py --data ../shared/data --stage cv
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
+import warnings
 
 import numpy as np
 from _common import add_data_argument, load_split, machine, now, pinned_blas, versions
-from sklearn.model_selection import train_test_split
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.metrics import log_loss
+from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-# (C, gamma multiple of "scale") chosen by 3-fold CV on each training split
-# (benchmarks/results_kernel_study.md, "SVC(rbf), GridSearchCV(cv=3)").
-SVC_CHOICES = {
-    "a9a": (10, 0.25),
-    "dna": (1, 1),
-    "letter": (10, 1),
-    "pendigits": (10, 1),
-    "satimage": (10, 4),
-    "segment": (100, 0.25),
-    "usps": (10, 1),
-    "vowel": (10, 1),
-}
+DATASETS = ("vowel", "segment", "dna", "satimage", "pendigits", "usps", "letter", "a9a")
+GAMMA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+SVC_CS = (1.0, 10.0, 100.0)
 
 
-def _timed(fit, predict, repeats):
-    fits, predicts, result = [], [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model = fit()
-        fits.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        result = predict(model)
-        predicts.append(time.perf_counter() - start)
-    return result, statistics.median(fits), statistics.median(predicts)
+def expected_calibration_error(proba, y, n_bins=15):
+    """Top-label ECE: |accuracy - confidence| over equal-width bins, weighted."""
+    confidence = proba.max(axis=1)
+    hits = proba.argmax(axis=1) == y
+    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        in_bin = bins == b
+        if in_bin.any():
+            ece += in_bin.mean() * abs(hits[in_bin].mean() - confidence[in_bin].mean())
+    return float(ece)
 
 
-def run(data, names, repeats, svc_max_samples):
+def timed(func):
+    """``(result, cpu seconds, wall seconds)`` of ``func()``."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = func()
+    return result, time.process_time() - cpu, time.perf_counter() - wall
+
+
+def svc_rows(X, y, max_samples):
+    if len(y) <= max_samples:
+        return X, y
+    X, _, y, _ = train_test_split(
+        X, y, train_size=max_samples, stratify=y, random_state=0
+    )
+    return X, y
+
+
+def encoded(y_test, classes):
+    return np.searchsorted(classes, y_test)
+
+
+def default_stage(name, split, max_samples):
     from sklmargin import KernelMarginSoftmaxClassifier
 
-    rows = []
-    for name in names:
-        X_train, y_train, X_test, y_test = load_split(data, name)
-        ours = make_pipeline(
-            StandardScaler(), KernelMarginSoftmaxClassifier(random_state=0)
-        )
-        pred, fit_s, pred_s = _timed(
-            lambda m=ours, X=X_train, y=y_train: m.fit(X, y),
-            lambda model, X=X_test: model.predict(X),
-            repeats,
-        )
-        ours_acc = float(np.mean(pred == y_test))
-        C, multiple = SVC_CHOICES[name]
-        Xs, ys = X_train, y_train
-        if len(y_train) > svc_max_samples:
-            Xs, _, ys, _ = train_test_split(
-                X_train, y_train, train_size=svc_max_samples, stratify=y_train,
-                random_state=0,
-            )  # fmt: skip
-        gamma = multiple / X_train.shape[1]  # "scale" on standardised data
-        svc = make_pipeline(StandardScaler(), SVC(C=C, gamma=gamma))
-        svc_pred, svc_fit, svc_pred_s = _timed(
-            lambda m=svc, X=Xs, y=ys: m.fit(X, y),
-            lambda model, X=X_test: model.predict(X),
-            repeats,
-        )
-        svc_acc = float(np.mean(svc_pred == y_test))
-        row = {
-            "dataset": name,
-            "n_train": int(len(y_train)),
-            "ours_acc": ours_acc,
-            "svc_acc": svc_acc,
-            "diff": ours_acc - svc_acc,
-            "ours_fit": fit_s,
-            "svc_fit": svc_fit,
-            "fit_ratio": fit_s / svc_fit,
-            "ours_predict": pred_s,
-            "svc_predict": svc_pred_s,
-            "predict_ratio": pred_s / svc_pred_s,
-            "svc_rows": int(len(ys)),
-        }
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return rows
+    X_train, y_train, X_test, y_test = split
+    ours = make_pipeline(
+        StandardScaler(), KernelMarginSoftmaxClassifier(random_state=0)
+    )
+    _, fit_cpu, fit_wall = timed(lambda: ours.fit(X_train, y_train))
+    pred, pred_cpu, _ = timed(lambda: ours.predict(X_test))
+    Xs, ys = svc_rows(X_train, y_train, max_samples)
+    svc = make_pipeline(StandardScaler(), SVC(C=10, gamma="scale"))
+    _, svc_cpu, svc_wall = timed(lambda: svc.fit(Xs, ys))
+    svc_pred, svc_pred_cpu, _ = timed(lambda: svc.predict(X_test))
+    return {
+        "stage": "default",
+        "dataset": name,
+        "n_train": len(y_train),
+        "svc_rows": len(ys),
+        "ours_acc": 100 * float(np.mean(pred == y_test)),
+        "svc_acc": 100 * float(np.mean(svc_pred == y_test)),
+        "ours_fit_cpu": fit_cpu,
+        "ours_fit_wall": fit_wall,
+        "svc_fit_cpu": svc_cpu,
+        "svc_fit_wall": svc_wall,
+        "ours_predict_cpu": pred_cpu,
+        "svc_predict_cpu": svc_pred_cpu,
+        "ours_n_iter": int(ours[-1].n_iter_),
+        "ours_dtype": str(ours[-1].compute_dtype_),
+    }
+
+
+def cv_stage(name, split, max_samples):
+    from sklmargin import KernelMarginSoftmaxClassifierCV
+
+    X_train, y_train, X_test, y_test = split
+    classes = np.unique(y_train)
+    y_enc = encoded(y_test, classes)
+    ours = make_pipeline(
+        StandardScaler(), KernelMarginSoftmaxClassifierCV(random_state=0)
+    )
+    _, fit_cpu, fit_wall = timed(lambda: ours.fit(X_train, y_train))
+    proba = ours.predict_proba(X_test)
+    cv = ours[-1]
+    row = {
+        "stage": "cv",
+        "dataset": name,
+        "n_train": len(y_train),
+        "ours_acc": 100 * float(np.mean(ours.predict(X_test) == y_test)),
+        "ours_fit_cpu": fit_cpu,
+        "ours_fit_wall": fit_wall,
+        "ours_gamma_factor": cv.gamma_ * X_train.shape[1],  # scale = 1/d here
+        "ours_s": cv.s_,
+        "ours_temperature": cv.temperature_,
+        "ours_log_loss": log_loss(y_enc, proba, labels=np.arange(len(classes))),
+        "ours_ece": expected_calibration_error(proba, y_enc),
+    }
+    Xs, ys = svc_rows(X_train, y_train, max_samples)
+    row["svc_rows"] = len(ys)
+    scale = 1.0 / X_train.shape[1]  # gamma="scale" on standardised columns
+    grid = GridSearchCV(
+        make_pipeline(StandardScaler(), SVC()),
+        {"svc__C": SVC_CS, "svc__gamma": [f * scale for f in GAMMA_FACTORS]},
+        cv=3,
+    )
+    _, grid_cpu, grid_wall = timed(lambda: grid.fit(Xs, ys))
+    row.update(
+        tuned_svc_acc=100 * float(np.mean(grid.predict(X_test) == y_test)),
+        tuned_svc_cpu=grid_cpu,
+        tuned_svc_wall=grid_wall,
+        tuned_svc_C=grid.best_params_["svc__C"],
+        tuned_svc_gamma_factor=grid.best_params_["svc__gamma"] / scale,
+    )
+    platt = make_pipeline(
+        StandardScaler(), SVC(C=10, gamma="scale", probability=True, random_state=0)
+    )
+    _, platt_cpu, _ = timed(lambda: platt.fit(Xs, ys))
+    p = platt.predict_proba(X_test)
+    row.update(
+        platt_log_loss=log_loss(y_enc, p, labels=np.arange(len(classes))),
+        platt_ece=expected_calibration_error(p, y_enc),
+        platt_acc=100 * float(np.mean(platt.predict(X_test) == y_test)),
+        platt_cpu=platt_cpu,
+    )
+    calibrated = make_pipeline(
+        StandardScaler(),
+        CalibratedClassifierCV(SVC(C=10, gamma="scale"), method="sigmoid", cv=3),
+    )
+    _, cal_cpu, _ = timed(lambda: calibrated.fit(Xs, ys))
+    p = calibrated.predict_proba(X_test)
+    row.update(
+        calibrated_log_loss=log_loss(y_enc, p, labels=np.arange(len(classes))),
+        calibrated_ece=expected_calibration_error(p, y_enc),
+        calibrated_cpu=cal_cpu,
+    )
+    return row
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_argument(parser)
-    parser.add_argument("--datasets", default=",".join(SVC_CHOICES))
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--svc-max-samples", type=int, default=16000)
+    parser.add_argument("--stage", choices=("default", "cv"), required=True)
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--svc-max-samples", type=int, default=40000)
+    parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args()
     print(f"# {now()} {machine()} {versions()}", flush=True)
+    print("# times: CPU seconds (time.process_time), wall in the JSON", flush=True)
+    stage = default_stage if args.stage == "default" else cv_stage
+    warnings.filterwarnings("ignore", category=UserWarning)
     with pinned_blas(1):
-        rows = run(
-            args.data, args.datasets.split(","), args.repeats, args.svc_max_samples
-        )
-    print("| dataset | n_train | ours % | tuned SVC % | diff | fit s ours / SVC "
-          "(ratio) | predict s ours / SVC (ratio) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['dataset']} | {r['n_train']} | {100 * r['ours_acc']:.2f} | "
-            f"{100 * r['svc_acc']:.2f} | {100 * r['diff']:+.2f} | "
-            f"{r['ours_fit']:.2f} / {r['svc_fit']:.2f} ({r['fit_ratio']:.2f}) | "
-            f"{r['ours_predict']:.3f} / {r['svc_predict']:.3f} "
-            f"({r['predict_ratio']:.2f}) |"
-        )
-    diffs = [100 * r["diff"] for r in rows]
-    print(f"\nmean diff {np.mean(diffs):+.2f} points, worst {min(diffs):+.2f}")
+        for name in args.datasets.split(","):
+            row = stage(name, load_split(args.data, name), args.svc_max_samples)
+            line = json.dumps(row)
+            print(line, flush=True)
+            if args.out:
+                with open(args.out, "a") as out:
+                    out.write(line + "\n")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ with the numpy version on a probe; otherwise the numpy version is used.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.extmath import softmax
 
 from ._compat import HalfMultinomialLoss
 
@@ -71,20 +72,16 @@ def _select_cross_entropy():
 softmax_cross_entropy = _select_cross_entropy()
 
 
-def log_softmax_of_probabilities(logits, proba):
-    """``log(proba)``, with the exact log-softmax where ``proba`` underflowed.
+def predicted_probabilities(logits):
+    """Softmax of ``logits`` (row-wise), floored at the dtype's smallest number.
 
-    ``predict_log_proba`` is taken as ``log(predict_proba)`` so that both agree
-    to the last bit in float32 at large ``s``; where a probability underflows
-    to 0 (a logit gap beyond ~104 in float32, ~745 in float64) the log-softmax
-    of ``logits`` is returned instead of ``-inf``.
+    At a large logit scale a logit gap beyond ~104 (float32) or ~745 (float64)
+    underflows a probability to 0, and ``log`` of it to ``-inf`` with a
+    RuntimeWarning. The floor (``smallest_subnormal``: 1.4e-45 in float32,
+    5e-324 in float64) keeps every probability positive, invisibly to their
+    sums, so that ``predict_log_proba`` can be exactly ``log(predict_proba)``
+    -- what scikit-learn's ``check_classifiers_train`` compares, ``-inf``
+    included -- and finite (at worst -103.3 in float32, -744.4 in float64).
     """
-    with np.errstate(divide="ignore"):
-        log_proba = np.log(proba)
-    underflow = proba == 0
-    if np.any(underflow):
-        shifted = np.asarray(logits, dtype=np.float64)
-        shifted = shifted - shifted.max(axis=1, keepdims=True)
-        shifted -= np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-        log_proba[underflow] = shifted[underflow]
-    return log_proba
+    proba = softmax(np.array(logits, copy=True), copy=False)
+    return np.maximum(proba, np.finfo(proba.dtype).smallest_subnormal, out=proba)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import time
 import warnings
 from numbers import Integral
 
@@ -26,13 +25,13 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import fit_temperature, logits_from_decision
 from ._compat import fit_context
-from ._cross_entropy import log_softmax_of_probabilities
+from ._cross_entropy import predicted_probabilities
+from ._cv_path import fit_fold, full_class_logits
 from ._doc_link import DocLinkMixin
 from ._estimators import MarginSoftmaxClassifier
 from ._margins import get_margin
@@ -119,22 +118,6 @@ def _valid_values(values, check, name, loss, sort=True):
     return tuple(dict.fromkeys(kept))
 
 
-def _class_logits(estimator, X, classes):
-    """Logits of ``estimator`` as an (n_samples, n_classes) array over ``classes``.
-
-    A fold may miss a rare class in training; its column gets the row's
-    smallest logit (as unlikely as the least likely class seen), which keeps
-    the held-out logits finite for the temperature and the fold models'
-    logits comparable for averaging.
-    """
-    logits = logits_from_decision(estimator.decision_function(X))
-    if len(estimator.classes_) == len(classes):
-        return logits
-    full = np.repeat(logits.min(axis=1, keepdims=True), len(classes), axis=1)
-    full[:, np.searchsorted(classes, estimator.classes_)] = logits
-    return full
-
-
 def _check_C(C):
     C = float(C)
     if not (np.isfinite(C) and C > 0):
@@ -191,52 +174,6 @@ def _check_folds(folds, y_encoded, classes, sample_weight, name):
     return scored
 
 
-def _fit_path(
-    estimator,
-    X,
-    y,
-    sample_weight,
-    train,
-    test,
-    path_name,
-    path_values,
-    scorer,
-    keep_models,
-    verbose,
-    label,
-    classes,
-    scored=True,
-):
-    """Warm-started path over one fold: scores, iterations, held-out logits.
-
-    ``scored=False`` (a test fold of zero weight) leaves the scores NaN.
-    """
-    estimator = clone(estimator).set_params(warm_start=True)
-    fit_kwargs = (
-        {} if sample_weight is None else {"sample_weight": sample_weight[train]}
-    )
-    sw_test = None if sample_weight is None else sample_weight[test]
-    X_train, y_train, X_test, y_test = X[train], y[train], X[test], y[test]
-    n_path = len(path_values)
-    scores, n_iter, fit_time = np.empty(n_path), np.empty(n_path, int), np.empty(n_path)
-    logits, models = [], []
-    for k, value in enumerate(path_values):
-        start = time.perf_counter()
-        estimator.set_params(**{path_name: value}).fit(X_train, y_train, **fit_kwargs)
-        fit_time[k] = time.perf_counter() - start
-        n_iter[k] = estimator.n_iter_
-        scores[k] = scorer(estimator, X_test, y_test, sw_test) if scored else np.nan
-        logits.append(_class_logits(estimator, X_test, classes))
-        if keep_models:
-            models.append(copy.deepcopy(estimator).set_params(warm_start=False))
-        if verbose:
-            print(
-                f"[{label}] {path_name}={value:.4g}: score={scores[k]:.4f}, "
-                f"n_iter={n_iter[k]}, {fit_time[k]:.2f}s"
-            )
-    return scores, n_iter, fit_time, logits, models
-
-
 class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
     """Path, folds, selection and temperature shared by the two CV estimators.
 
@@ -247,6 +184,10 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
 
     _estimator_class = MarginSoftmaxClassifier
     _estimator_params: tuple = ()
+    #: Outer grid axes that change the feature map (mapped once per fold).
+    _map_params: tuple = ()
+    #: Whether the final fit starts from the first fold's model (same features).
+    _warm_refit = True
 
     _parameter_constraints: dict = {
         "ss": ["array-like", None],
@@ -266,13 +207,14 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
             **{name: getattr(self, name) for name in self._estimator_params},
         )
 
-    def _resolve_grid(self):
+    def _resolve_grid(self, X, sample_weight):
         """Return ``(path_name, path_values, outer_names, outer_grids)``.
 
-        Invalid grid points are removed, with a warning naming them.
+        Invalid grid points are removed, with a warning naming them. ``X`` and
+        ``sample_weight`` resolve data-dependent grids (the kernel's gamma).
         """
         margin = get_margin(self.loss)
-        path_name, default_values = default_path(margin)
+        path_name, default_values = self._default_path(margin)
         if path_name == "C":
             if self.ss is not None:
                 raise ValueError(
@@ -297,26 +239,38 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         )
         ms = _valid_values(ms, margin.check_m, "m", self.loss)
         names, grids = ["m"], [ms]
-        names_extra, grids_extra = self._extra_grids()
+        names_extra, grids_extra = self._extra_grids(X, sample_weight)
         return path_name, path_values, names_extra + names, grids_extra + grids
 
-    def _extra_grids(self):
+    def _default_path(self, margin):
+        return default_path(margin)
+
+    def _extra_grids(self, X, sample_weight):
+        """Grid axes before ``m``, the map's parameters first (none here)."""
         return [], []
 
     def _scorer(self):
+        """``score(estimator, rows, logits)`` of a fitted path point.
+
+        Accuracy (the default) comes from the held-out logits the path keeps
+        anyway; a user's ``scoring`` calls the estimator on the raw held-out
+        rows (which maps them again).
+        """
         if self.scoring is None:
 
-            def accuracy(estimator, X, y, sample_weight):
-                hits = estimator.predict(X) == y
-                return float(np.average(hits, weights=sample_weight))
+            def accuracy(estimator, rows, logits):
+                hits = np.argmax(logits, axis=1) == rows.y_test_encoded
+                return float(np.average(hits, weights=rows.sw_test))
 
             return accuracy
         scorer = check_scoring(self._base_estimator(), scoring=self.scoring)
 
-        def score(estimator, X, y, sample_weight):
-            if sample_weight is None:
-                return scorer(estimator, X, y)
-            return scorer(estimator, X, y, sample_weight=sample_weight)
+        def score(estimator, rows, logits):
+            if rows.sw_test is None:
+                return scorer(estimator, rows.X_test, rows.y_test)
+            return scorer(
+                estimator, rows.X_test, rows.y_test, sample_weight=rows.sw_test
+            )
 
         return score
 
@@ -351,10 +305,24 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])
-        path_name, path_values, outer_names, outer_grids = self._resolve_grid()
+        path_name, path_values, outer_names, outer_grids = self._resolve_grid(
+            X, sample_weight
+        )
         outer = [
             dict(zip(outer_names, point, strict=True))
             for point in itertools.product(*outer_grids)
+        ]
+        # One job per fold and map point (gamma): its rows are mapped once and
+        # every inner point (m) runs its path on them. The map names lead the
+        # outer grid, so jobs in order list the outer points in order.
+        n_map = len(self._map_params)
+        map_points = [
+            dict(zip(outer_names[:n_map], point, strict=True))
+            for point in itertools.product(*outer_grids[:n_map])
+        ]
+        inner_points = [
+            dict(zip(outer_names[n_map:], point, strict=True))
+            for point in itertools.product(*outer_grids[n_map:])
         ]
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         name = type(self).__name__
@@ -362,29 +330,31 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         scorer = self._scorer()
         base = self._base_estimator()
         jobs = [
-            delayed(_fit_path)(
-                clone(base).set_params(**point),
+            delayed(fit_fold)(
+                clone(base).set_params(**map_point),
                 X,
                 y,
+                y_encoded,
                 sample_weight,
                 train,
                 test,
+                inner_points,
                 path_name,
                 path_values,
                 scorer,
-                # refit=False keeps each fold's best model; refit=True starts
+                # refit=False keeps each fold's best model; a warm refit starts
                 # the final fit from the first fold's model at the chosen point.
-                not self.refit or f == 0,
+                not self.refit or (f == 0 and self._warm_refit),
                 self.verbose,
-                f"{name} fold {f + 1}/{len(folds)}, "
-                + ", ".join(f"{k}={v}" for k, v in point.items()),
+                f"{name} fold {f + 1}/{len(folds)}"
+                + "".join(f", {k}={v}" for k, v in map_point.items()),
                 classes,
                 scored[f],
             )
             for f, (train, test) in enumerate(folds)
-            for point in outer
+            for map_point in map_points
         ]
-        results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
+        results = [path for job in Parallel(n_jobs=self.n_jobs)(jobs) for path in job]
 
         n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
         shape = (n_folds, *[len(g) for g in outer_grids], n_path)
@@ -431,7 +401,11 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         if self.refit:
             chosen = grid_points[self.best_index_]
             self._set_chosen(chosen, path_name)
-            start = results[self.best_index_ // n_path][4][self.best_index_ % n_path]
+            start = (
+                results[self.best_index_ // n_path][4][self.best_index_ % n_path]
+                if self._warm_refit
+                else clone(base).set_params(**chosen)
+            )
             self.estimator_ = self._refit(start, X, y, sample_weight)
             self.estimators_ = None
         else:
@@ -459,14 +433,17 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
             self.s_ = None
 
     def _refit(self, start, X, y, sample_weight):
-        """Refit on all the data, warm-started from a fold's model.
+        """Refit on all the data at the chosen point.
 
-        The first fold's model at the chosen point is a few L-BFGS iterations
-        away from the full-data optimum (as LogisticRegressionCV starts its
-        refit from the folds' coefficients); a class missing from that fold
-        changes the shapes and the estimator then starts cold by itself.
+        With ``_warm_refit``, warm-started from the first fold's model there: it
+        is a few L-BFGS iterations away from the full-data optimum (as
+        LogisticRegressionCV starts its refit from the folds' coefficients); a
+        class missing from that fold changes the shapes and the estimator then
+        starts cold by itself. A kernel model's coefficients live in its
+        fold's feature space, which the full data's map does not share: the
+        kernel search refits cold (``start`` is then an unfitted estimator).
         """
-        estimator = copy.deepcopy(start).set_params(warm_start=True)
+        estimator = copy.deepcopy(start).set_params(warm_start=self._warm_refit)
         fit_kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
         estimator.fit(X, y, **fit_kwargs)
         return estimator.set_params(warm_start=False)
@@ -508,7 +485,10 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         )
         if self.estimator_ is not None:
             return self.estimator_.decision_function(X)
-        logits = [_class_logits(est, X, self.classes_) for est in self.estimators_]
+        logits = [
+            full_class_logits(est._logits(X), est.classes_, self.classes_)
+            for est in self.estimators_
+        ]
         mean = np.mean(logits, axis=0).astype(logits[0].dtype, copy=False)
         return mean[:, 1] - mean[:, 0] if mean.shape[1] == 2 else mean
 
@@ -537,7 +517,7 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return softmax(self._calibrated_logits(X), copy=False)
+        return predicted_probabilities(self._calibrated_logits(X))
 
     def _calibrated_logits(self, X):
         logits = logits_from_decision(self.decision_function(X))
@@ -546,8 +526,8 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (taken from it, so both agree).
 
-        Where a probability underflows to 0, the exact log-softmax instead of
-        ``-inf``.
+        Probabilities are floored at the dtype's smallest positive number, so
+        the logarithm is finite (at least -103.3 in float32).
 
         Parameters
         ----------
@@ -558,7 +538,7 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
         """
         logits = self._calibrated_logits(X)
-        return log_softmax_of_probabilities(logits, softmax(logits.copy(), copy=False))
+        return np.log(predicted_probabilities(logits))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

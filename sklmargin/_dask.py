@@ -343,7 +343,8 @@ def fit_dask(estimator, X, y, sample_weight=None):
     chunks = source.chunks(keep, mapper, margin.uses_angle, constant, n_rows)
     objective = DaskMarginObjective(
         chunks, sw_total, n_rows, constant, len(classes), margin, m, s,
-        estimator.C, estimator.fit_intercept, source.dtype,
+        estimator.C, estimator.fit_intercept,
+        np.dtype(getattr(estimator, "compute_dtype_", source.dtype)),
     )  # fmt: skip
 
     def cold_start():

@@ -89,7 +89,9 @@ def fit_feature_map_dask(estimator, source, sw_total):
     if approximation is None:
         return source.n_features_in
     gamma = _gamma(estimator, source, sw_total)
-    dtype = source.dtype
+    # The in-memory fit's precision rule, on the whole data's size.
+    dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
+    estimator.compute_dtype_ = dtype.name
     if approximation in ("orf", "rff"):
         feature_map = RandomFourierFeatures(
             gamma=gamma,

@@ -11,13 +11,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _dask
 from ._compat import Interval, StrOptions, fit_context
-from ._cross_entropy import log_softmax_of_probabilities
+from ._cross_entropy import predicted_probabilities
 from ._doc_link import DocLinkMixin
 from ._margins import LOSS_NAMES, Margin, get_margin
 from ._modifiers import with_support_vectors
@@ -77,6 +76,25 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
 
     def _map_features(self, X):
         return X
+
+    def _fold_features(self, X_train, sample_weight, X_test):
+        """``(feature_map, training features, held-out features)`` of a CV fold.
+
+        The CV estimators map a fold once and fit every grid point on the
+        result (:mod:`sklmargin._cv_path`); the linear estimator has no map
+        (None: ``fit`` validates the raw rows itself).
+        """
+        return None, None, X_test
+
+    def _fit_on_features(self, X, y, feature_map, features, sample_weight=None):
+        """``fit`` with the feature map and mapped rows of ``_fold_features``."""
+        if feature_map is None:
+            return self.fit(X, y, sample_weight=sample_weight)
+        self._premapped = (feature_map, features)
+        try:
+            return self.fit(X, y, sample_weight=sample_weight)
+        finally:
+            self.__dict__.pop("_premapped", None)
 
     # -- fit ------------------------------------------------------------------
     def _validate_hyperparameters(self):
@@ -284,9 +302,15 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         X = validate_data(
             self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
         )
+        # In the input's dtype, whatever precision a kernel map computed in.
+        logits = self._logits_of_features(self._map_features(X))
+        return logits.astype(X.dtype, copy=False)
+
+    def _logits_of_features(self, features):
+        """Margin-free logits of rows already mapped by ``feature_map_``."""
         return margin_free_logits(
             self.margin_,
-            self._map_features(X),
+            features,
             self.coef_,
             self.intercept_,
             s=self.s_,
@@ -341,15 +365,15 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         """
         if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
             return _dask.predict_dask(self, "predict_proba", X)
-        return softmax(self._logits(X), copy=False)
+        return predicted_probabilities(self._logits(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
 
         Taken as ``log(predict_proba)`` rather than a separate log-softmax so that
-        both agree to the last bit in float32 at large ``s``; where a
-        probability underflows to 0 the exact log-softmax is returned instead of
-        ``-inf``.
+        both agree to the last bit in float32 at large ``s``. Probabilities are
+        floored at the dtype's smallest positive number, so the logarithm is
+        finite (at least -103.3 in float32, -744.4 in float64).
 
         Parameters
         ----------
@@ -362,7 +386,7 @@ class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
         if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
             return _dask.predict_dask(self, "predict_log_proba", X)
         logits = self._logits(X)
-        return log_softmax_of_probabilities(logits, softmax(logits.copy(), copy=False))
+        return np.log(predicted_probabilities(logits))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

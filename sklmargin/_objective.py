@@ -531,7 +531,7 @@ class LinearMarginObjective:
         return largest
 
     def intercept_problem(self, params):
-        """The objective as a function of the bias alone, prototypes held at ``params``.
+        """Return the objective as a function of the bias, prototypes held fixed.
 
         One forward GEMM; each evaluation then costs ``O(n_samples n_classes)``
         (:func:`sklmargin._start.optimal_intercept` solves it for the cold
@@ -543,12 +543,16 @@ class LinearMarginObjective:
             ``f(b) -> (value, gradient)`` over the ``n_classes`` biases.
         """
         cos, scale, _, _ = self._forward(params)
-        # pointwise_loss_gradient writes its logits into a copy of ``cos``.
+        # In float64 whatever the rows' dtype (n x K numbers, cheap): a float32
+        # bias problem stops on its round-off, and float32 and float64 fits
+        # would then start apart and end apart (iris ArcFace: 0.06 in coef_).
+        cos = cos.astype(np.float64)
+        scale = np.asarray(scale, dtype=np.float64)
         penalty = self._penalty(params)
 
         def value_and_gradient(intercept):
             result = pointwise_loss_gradient(
-                cos.copy(),
+                cos.copy(),  # it writes its logits into the array it is given
                 self.y,
                 self.margin,
                 self.m,
