@@ -493,6 +493,7 @@ def run_comparison(
     settings: CompareSettings,
     progress: Progress | None = None,
     on_dataset_done: Callable[[Dataset, list], None] | None = None,
+    on_model_done: Callable[[dict], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate every model on every dataset.
 
@@ -508,7 +509,11 @@ def run_comparison(
         Progress reporter; ``None`` for silence.
     on_dataset_done : callable, default=None
         Called as ``on_dataset_done(dataset, rows)`` after each dataset, e.g. to
-        print its table and save partial results of a long run.
+        print its table.
+    on_model_done : callable, default=None
+        Called as ``on_model_done(row)`` after each model, its time ratios
+        filled in (the reference models run first), e.g. to save the results
+        so far: an interrupted run keeps every model it finished.
 
     Returns
     -------
@@ -522,13 +527,16 @@ def run_comparison(
     gc.collect()
     gc.freeze()
     try:
-        _run(datasets, specs, settings, progress, on_dataset_done, all_rows)
+        _run(datasets, specs, settings, progress, all_rows, on_dataset_done,
+             on_model_done)  # fmt: skip
     finally:
         gc.unfreeze()
     return all_rows
 
 
-def _run(datasets, specs, settings, progress, on_dataset_done, all_rows) -> None:
+def _run(
+    datasets, specs, settings, progress, all_rows, on_dataset_done, on_model_done
+) -> None:
     # limits=None leaves every thread pool as it is.
     with threadpool_limits(limits=settings.threads):
         for index, dataset in enumerate(datasets):
@@ -542,7 +550,9 @@ def _run(datasets, specs, settings, progress, on_dataset_done, all_rows) -> None
                 if progress is not None:
                     progress.done(row)
                 rows.append(row)
-            add_ratios(rows)
-            all_rows.extend(rows)
+                all_rows.append(row)
+                add_ratios(rows)
+                if on_model_done is not None:
+                    on_model_done(row)
             if on_dataset_done is not None:
                 on_dataset_done(dataset, rows)
