@@ -109,3 +109,35 @@ def test_results_file_is_rewritten_after_each_model(npz_dir, tmp_path, monkeypat
         ("complete", 4)
     ]
     assert len(output.read_text().splitlines()) == 1 + 4
+
+
+# ---- --grid: every value checked before any fit ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "models, grid, expected",
+    [
+        (
+            "margin:am-softmax",
+            "margin:am-softmax.s=0,-1",
+            "margin:am-softmax refuses m=0.0, s=0: s must be > 0",
+        ),
+        ("margin:arcface", "margin:*.m=0.1,4", "refuses m=4, s=15.0: m must be in"),
+        ("SVC", "SVC.C=0,1", "SVC refuses C=0, gamma/scale=0.25: The 'C' parameter"),
+        ("kernel:normface", "kernel:*.s=-3,30", "kernel:normface refuses"),
+    ],
+)
+def test_invalid_grid_values_are_refused_before_any_fit(
+    models, grid, expected, monkeypatch, capsys
+):
+    fits = []
+    monkeypatch.setattr(
+        compare_cli, "run_comparison", lambda *args, **kw: fits.append(1) or []
+    )
+    args = ["compare", "--datasets", "iris", "--tune", "--grid", grid]
+    assert main([*args, "--models", models, *FAST]) == 2
+    captured = capsys.readouterr()
+    assert fits == []
+    assert expected in captured.err
+    (line,) = captured.err.strip().splitlines()  # one line, no traceback
+    assert line.startswith("sklmargin compare: error: --grid:")

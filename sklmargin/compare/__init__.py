@@ -5,6 +5,7 @@ One concern per module:
 * :mod:`~sklmargin.compare.datasets` -- bundled data and ``.npz`` folders;
   :mod:`~sklmargin.compare.csvfile` -- CSV files;
 * :mod:`~sklmargin.compare.models` -- the peers, our models and their grids;
+  :mod:`~sklmargin.compare.grids` -- ``--grid``, checked before any fit;
 * :mod:`~sklmargin.compare.protocol` -- tuning, timing, scoring, the run;
   :mod:`~sklmargin.compare.progress` -- progress lines on stderr;
 * :mod:`~sklmargin.compare.report` -- tables, JSON/CSV results;

@@ -11,8 +11,8 @@ from typing import Any, TextIO
 
 from .csvfile import load_csv
 from .datasets import BUILTIN_DATASETS, Dataset, builtin_datasets, load_npz_dir
+from .grids import apply_grid_options
 from .models import (
-    apply_grid_options,
     format_model_list,
     grid_size_note,
     model_registry,

@@ -25,7 +25,7 @@ import fnmatch
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -455,94 +455,3 @@ def format_model_list(registry: Mapping[str, ModelSpec]) -> str:
         lines.append(f" {mark} {name:<{width}}  {spec.description}")
         lines.append(f"   {'':<{width}}    grid: {grid}")
     return "\n".join(lines)
-
-
-def parse_grid_option(text: str) -> tuple[str, str, list]:
-    """Split one ``--grid MODEL.PARAM=V1,V2,...`` value.
-
-    ``MODEL`` is a model name or glob (``margin:*``), ``PARAM`` a parameter of
-    its classifier (or ``gamma/scale``); values are integers, floats or words.
-
-    Raises
-    ------
-    CompareError
-        If the value does not have that form.
-    """
-    target, sep, values_text = text.partition("=")
-    model, dot, param = target.strip().partition(".")
-    values = [_grid_value(part) for part in split_list(values_text)]
-    if not (sep and dot and model and param and values):
-        raise CompareError(
-            f"--grid: expected MODEL.PARAM=V1,V2,... (e.g. "
-            f"'margin:am-softmax.s=30,100,300'), got {text!r}."
-        )
-    return model, param.strip(), values
-
-
-def _grid_value(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def apply_grid_options(
-    specs: Sequence[ModelSpec], options: Sequence[str], settings: CompareSettings
-) -> tuple[list[ModelSpec], list[str]]:
-    """Replace (or add) grid values of the selected models, ``--grid`` by ``--grid``.
-
-    Parameters
-    ----------
-    specs : sequence of ModelSpec
-        The models of the run.
-    options : sequence of str
-        ``MODEL.PARAM=V1,V2,...`` values (see :func:`parse_grid_option`).
-    settings : CompareSettings
-        To build each classifier once and check that it has ``PARAM``.
-
-    Returns
-    -------
-    specs : list of ModelSpec
-        The models with their new grids.
-    notes : list of str
-        One note per changed grid.
-
-    Raises
-    ------
-    CompareError
-        If a model is not in the run or has no such parameter.
-    """
-    specs = list(specs)
-    by_name = {spec.name: spec for spec in specs}
-    notes = []
-    for option in options:
-        pattern, param, values = parse_grid_option(option)
-        for name in match_model_name(pattern, by_name, "--grid"):
-            spec = by_name[name]
-            estimator = spec.build(settings)
-            prefix = spec.classifier_path
-            known = {
-                key[len(prefix) :]
-                for key in estimator.get_params(deep=True)
-                if key.startswith(prefix) and "__" not in key[len(prefix) :]
-            }
-            if "gamma" in known:
-                known.add(RELATIVE_GAMMA)
-            if param not in known:
-                raise CompareError(
-                    f"--grid: {name} has no parameter {param!r}; its grid: "
-                    f"{', '.join(spec.grid)}; others: {', '.join(sorted(known))}."
-                )
-            grid = dict(spec.grid)
-            if param == RELATIVE_GAMMA:
-                grid.pop("gamma", None)
-            elif param == "gamma":
-                grid.pop(RELATIVE_GAMMA, None)
-            grid[param] = values
-            by_name[name] = replace(spec, grid=grid)
-            notes.append(
-                f"--grid: {name} {param} in {values} ({grid_size(grid)} grid points)"
-            )
-    return [by_name[spec.name] for spec in specs], notes

@@ -462,7 +462,10 @@ def evaluate_model(
         )
     except Exception as exc:  # reported in the row; the run goes on
         row.update(status="error")
-        row["notes"].append(f"error: {type(exc).__name__}: {exc}")
+        # First line only: GridSearchCV's "All the fits failed" carries every
+        # traceback, which would fill the table.
+        message = next((line for line in str(exc).splitlines() if line.strip()), "")
+        row["notes"].append(f"error: {type(exc).__name__}: {_shorten(message, 200)}")
     return row
 
 
