@@ -141,3 +141,80 @@ def test_invalid_grid_values_are_refused_before_any_fit(
     assert expected in captured.err
     (line,) = captured.err.strip().splitlines()  # one line, no traceback
     assert line.startswith("sklmargin compare: error: --grid:")
+
+
+# ---- what is printed: a 100-column terminal, each note once ----------------------
+
+
+def _long_rows():
+    """Result rows of every width the table has: tuned, long names, long notes."""
+    hint = " ".join(
+        f"--grid 'kernel:am-softmax.s={s},{2 * s},{4 * s}'" for s in (9, 30)
+    )
+    rows = []
+    for model in ("LinearSVC", "LogisticRegression", "RBFSampler+LogisticRegression"):
+        rows.append(
+            {
+                "model": model, "status": "ok", "accuracy": 0.9876,
+                "accuracy_ci_low": 0.921, "accuracy_ci_high": 1.0,
+                "fit_time": 0.00477, "predict_time": 0.000384,
+                "fit_ratio_vs_LinearSVC": 20.9, "fit_ratio_vs_LogisticRegression": 14.3,
+                "predict_ratio_vs_LinearSVC": 0.898,
+                "predict_ratio_vs_LogisticRegression": 0.847,
+                "cv_accuracy": 0.9773, "tune_time": 2.32,
+                "best_params": {"learning_rate": 0.1, "max_leaf_nodes": 15},
+                "notes": [f"tuning: best on the grid's edge: s=30 in [30, 300] {hint}"],
+            }
+        )  # fmt: skip
+    return rows
+
+
+def test_tables_and_notes_fit_a_100_column_terminal(npz_dir, monkeypatch, capsys):
+    from sklmargin.compare import Dataset
+    from sklmargin.compare.report import format_table
+
+    dataset = Dataset("d", np.zeros((4, 2)), np.arange(4), np.zeros((2, 2)), [0, 1])
+    rows = _long_rows()
+    rows[0]["notes"].append("fit: ConvergenceWarning: " + "very long words " * 18)
+    text = format_table(dataset, rows, tuned=True, width=100)
+    assert max(map(len, text.splitlines())) <= 100
+    for cell in ("98.76", "92.1-100.0", "20.9", "0.847", "97.73", "max_leaf_nodes=15"):
+        assert cell in text  # nothing dropped
+    # a --grid hint stays whole on one line, ready to copy
+    hint = "--grid 'kernel:am-softmax.s=30,60,120'"
+    assert any(hint in line for line in text.splitlines())
+    assert "RBFSampler+LR" in text  # shortened only because it did not fit
+    wide = format_table(dataset, rows, tuned=True, width=250)
+    assert "RBFSampler+LogisticRegression  " in wide and "\n\n" not in wide
+
+    monkeypatch.setenv("COLUMNS", "100")  # what shutil.get_terminal_size reads
+    models = f"{PEERS},RBFSampler+LogisticRegression"
+    args = ["compare", "--data", str(npz_dir), "--tune", "--models", models, *FAST]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "== alpha" in out and "== beta" in out
+    assert max(map(len, out.splitlines())) <= 100
+
+
+@pytest.fixture(scope="module")
+def rare_class_dir(tmp_path_factory):
+    """Two datasets whose training split has a class of 2 rows (< 3 folds)."""
+    folder = tmp_path_factory.mktemp("rare")
+    for seed, name in [(0, "alpha"), (1, "beta")]:
+        X, y = make_classification(n_samples=80, n_features=4, random_state=seed)
+        y[:2] = 2
+        np.savez(
+            folder / f"{name}.npz",
+            X_train=X[:60], y_train=y[:60], X_test=X[60:], y_test=y[60:],
+        )  # fmt: skip
+    return folder
+
+
+def test_a_warning_every_model_raises_is_printed_once_per_run(rare_class_dir, capsys):
+    args = ["compare", "--data", str(rare_class_dir), "--tune", "--models", PEERS]
+    assert main([*args, *FAST]) == 0
+    out = capsys.readouterr().out
+    warning = "The least populated class in y has only 2 members"
+    assert out.count(warning) == 1
+    assert f"every model (2): tuning: UserWarning: {warning}" in out
+    assert "every model (2): the same note as on alpha (tuning: UserWarning)" in out

@@ -26,6 +26,7 @@ from .report import (
     environment_info,
     format_preamble,
     format_table,
+    wrap_lines,
     write_results,
 )
 from .settings import CompareError, CompareSettings, format_number, split_list
@@ -374,11 +375,13 @@ class _ResultFile:
 
 def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int:
     print(format_preamble(datasets, specs, settings), file=out)
-    for note in notes:
-        print(f"note: {note}", file=out)
+    for line in wrap_lines([f"note: {note}" for note in notes]):
+        print(line, file=out)
+    seen_notes: dict[str, str] = {}  # a note is printed once per run
 
     def report(dataset: Dataset, rows: list) -> None:
-        print("\n" + format_table(dataset, rows, settings.tune), file=out, flush=True)
+        table = format_table(dataset, rows, settings.tune, seen_notes=seen_notes)
+        print("\n" + table, file=out, flush=True)
 
     progress = Progress(len(datasets) * len(specs), None if args.quiet else sys.stderr)
     start = time.perf_counter()

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .report import check_output_path
+from .report import check_output_path, short_model_name
 from .settings import CompareError
 
 
@@ -94,7 +94,7 @@ def plot_results(
                 **style[row["model"]],
             )
             ax.annotate(
-                _short_model_name(row["model"]),
+                short_model_name(row["model"]),
                 (row[time_key], accuracy),
                 xytext=(4, 3),
                 textcoords="offset points",
@@ -130,12 +130,3 @@ def plot_results(
         "bars: Wilson 95% interval)"
     )
     fig.savefig(path, dpi=120)
-
-
-def _short_model_name(model: str) -> str:
-    """Point labels: shorter than the legend's names, still unambiguous."""
-    return (
-        model.replace("+LogisticRegression", "+LR")
-        .replace("LogisticRegression", "LogReg")
-        .replace("HistGradientBoosting", "HGB")
-    )

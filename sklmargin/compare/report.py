@@ -6,7 +6,10 @@ import csv
 import json
 import os
 import platform
+import re
+import shutil
 import tempfile
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,16 @@ from .settings import (
 )
 
 _SHORT_REFERENCE_NAMES = {"LinearSVC": "LinSVC", "LogisticRegression": "LogReg"}
+
+#: Line width when the output is not a terminal.
+DEFAULT_WIDTH = 100
+
+#: How :func:`short_model_name` shortens, in order.
+_SHORT_NAME_PARTS = (
+    ("+LogisticRegression", "+LR"),
+    ("LogisticRegression", "LogReg"),
+    ("HistGradientBoosting", "HGB"),
+)
 
 
 def _format_percent(value: float | None) -> str:
@@ -74,10 +87,100 @@ def align_columns(header: Sequence[str], lines: Sequence[Sequence[str]]) -> list
     return [render(header), rule] + [render(cells) for cells in lines]
 
 
+def terminal_width() -> int:
+    """Columns of the terminal (``COLUMNS`` first); 100 when there is none."""
+    return max(60, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def short_model_name(model: str) -> str:
+    """Return a model's short name for tables and point labels (never ambiguous)."""
+    for long, short in _SHORT_NAME_PARTS:
+        model = model.replace(long, short)
+    return model
+
+
+def _fit_columns(
+    header: Sequence[str],
+    lines: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[int]],
+    width: int,
+) -> list[str]:
+    """Align the columns; split them into blocks of whole groups if too wide.
+
+    Every block repeats the first column (the model). A group (e.g. the two
+    fit ratios) stays together unless it alone is wider than ``width``.
+    """
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    blocks: list[list[int]] = [[0]]
+    used = widths[0]
+    for group in groups:
+        extra = sum(2 + widths[i] for i in group)
+        if len(blocks[-1]) > 1 and used + extra > width:
+            blocks.append([0])
+            used = widths[0]
+        for i in group:  # a group wider than a line is split column by column
+            if len(blocks[-1]) > 1 and used + 2 + widths[i] > width:
+                blocks.append([0])
+                used = widths[0]
+            blocks[-1].append(i)
+            used += 2 + widths[i]
+    text: list[str] = []
+    for block in blocks:
+        if text:
+            text.append("")
+        text += align_columns(
+            [header[i] for i in block], [[line[i] for i in block] for line in lines]
+        )
+    return text
+
+
+def _table_cells(rows, tuned, references, short_names):
+    header = ["model", "acc %", "95% CI", "fit s", "predict s"]
+    groups = [[1, 2], [3, 4]]
+    for kind in ("fit", "pred"):
+        groups.append(list(range(len(header), len(header) + len(references))))
+        header += [f"{kind}/{_SHORT_REFERENCE_NAMES[ref]}" for ref in references]
+    if tuned:
+        groups += [[len(header), len(header) + 1], [len(header) + 2]]
+        header += ["cv acc %", "tune s", "best params"]
+    lines = []
+    for row in rows:
+        accuracy = _format_percent(row["accuracy"]) if row["status"] == "ok" else None
+        cells = [
+            short_model_name(row["model"]) if short_names else row["model"],
+            accuracy or row["status"],
+            _format_interval(row),
+            format_number(row["fit_time"]),
+            format_number(row["predict_time"]),
+        ]
+        for kind in ("fit", "predict"):
+            cells += [
+                format_number(row[f"{kind}_ratio_vs_{reference}"])
+                for reference in references
+            ]
+        if tuned:
+            cells += [
+                _format_percent(row["cv_accuracy"]),
+                format_number(row["tune_time"]),
+                _format_params(row["best_params"]),
+            ]
+        lines.append(cells)
+    return header, groups, lines
+
+
 def format_table(
-    dataset: Dataset, rows: Sequence[Mapping[str, Any]], tuned: bool
+    dataset: Dataset,
+    rows: Sequence[Mapping[str, Any]],
+    tuned: bool,
+    width: int | None = None,
+    seen_notes: dict[str, str] | None = None,
 ) -> str:
     """Return the text block of one dataset: sizes, a table, then notes.
+
+    The block fits ``width`` columns: model names are shortened
+    (:func:`short_model_name`) if the full ones do not fit, then the columns
+    are split into several tables, each starting with the model; notes are
+    wrapped. A note shared by several models is printed once, naming them.
 
     Parameters
     ----------
@@ -88,45 +191,65 @@ def format_table(
     tuned : bool
         Whether to show the tuning columns (CV accuracy, tuning time, best
         parameters).
+    width : int, default=None
+        Line width; ``None`` for the terminal's (:func:`terminal_width`).
+    seen_notes : dict, default=None
+        Notes printed for earlier datasets of the run, text to dataset name;
+        updated. A note printed before is only referred to, so a warning that
+        every model and every dataset raises is printed once per run.
 
     Returns
     -------
     str
         The block.
     """
-    header = ["model", "acc %", "95% CI", "fit s", "predict s"]
-    for kind in ("fit", "pred"):
-        header += [f"{kind}/{short}" for short in _SHORT_REFERENCE_NAMES.values()]
-    if tuned:
-        header += ["cv acc %", "tune s", "best params"]
-    lines = []
-    for row in rows:
-        accuracy = _format_percent(row["accuracy"]) if row["status"] == "ok" else None
-        cells = [
-            row["model"],
-            accuracy or row["status"],
-            _format_interval(row),
-            format_number(row["fit_time"]),
-            format_number(row["predict_time"]),
-        ]
-        for kind in ("fit", "predict"):
-            cells += [
-                format_number(row[f"{kind}_ratio_vs_{reference}"])
-                for reference in _SHORT_REFERENCE_NAMES
-            ]
-        if tuned:
-            cells += [
-                _format_percent(row["cv_accuracy"]),
-                format_number(row["tune_time"]),
-                _format_params(row["best_params"]),
-            ]
-        lines.append(cells)
+    width = terminal_width() if width is None else width
+    # Time ratios against a reference that is not in the run (--skip) are
+    # empty columns: left out.
+    present = {row["model"] for row in rows}
+    references = [ref for ref in _SHORT_REFERENCE_NAMES if ref in present]
+    header, groups, lines = _table_cells(rows, tuned, references, short_names=False)
+    if max(map(len, align_columns(header, lines))) > width:
+        header, groups, lines = _table_cells(rows, tuned, references, short_names=True)
+    table = _fit_columns(header, lines, groups, width)
     title = (
         f"== {dataset.name}: n_train={dataset.n_train}, n_test={dataset.n_test}, "
         f"n_features={dataset.n_features}, n_classes={dataset.n_classes}"
     )
-    notes = [f"  * {row['model']}: {note}" for row in rows for note in row["notes"]]
-    return "\n".join([title, *align_columns(header, lines), *notes])
+    notes = _grouped_notes(rows, dataset.name, seen_notes)
+    wrapper = textwrap.TextWrapper(
+        width=width,
+        initial_indent="  * ",
+        subsequent_indent="    ",
+        # keep --grid 'model.param=values' hints whole, ready to copy
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    wrapped = [line for note in notes for line in _wrap(wrapper, note)]
+    return "\n".join([*textwrap.wrap(title, width), *table, *wrapped])
+
+
+def _grouped_notes(rows, dataset: str, seen: dict[str, str] | None) -> list[str]:
+    """One line per distinct note, naming the models that share it."""
+    models: dict[str, list[str]] = {}
+    for row in rows:
+        for note in row["notes"]:
+            models.setdefault(note, []).append(row["model"])
+    seen = {} if seen is None else seen
+    lines = []
+    for note, names in models.items():
+        if len(names) == len(rows) > 1:
+            who = f"every model ({len(names)})"
+        else:
+            who = ", ".join(names)
+        if note in seen:  # "tuning: UserWarning (x3)", not the whole message again
+            kind = ": ".join(note.split(": ")[:2])
+            kind = kind if len(kind) <= 60 else kind[:57].rstrip() + "..."
+            lines.append(f"{who}: the same note as on {seen[note]} ({kind})")
+        else:
+            seen[note] = dataset
+            lines.append(f"{who}: {note}")
+    return lines
 
 
 def _describe_threads(limit: int | None) -> str:
@@ -140,15 +263,21 @@ def format_preamble(
     datasets: Sequence[Dataset],
     specs: Sequence[ModelSpec],
     settings: CompareSettings,
+    width: int | None = None,
 ) -> str:
-    """Return the lines printed before the tables: the protocol of this run."""
+    """Return the lines printed before the tables: the protocol of this run.
+
+    Each statement is wrapped to ``width`` columns (the terminal's by default).
+    """
     n_runs = f"median of {settings.repeats} runs" if settings.repeats > 1 else "1 run"
     lines = [
         f"sklmargin compare: {len(datasets)} dataset(s) x {len(specs)} model(s); "
         "each model is Pipeline(StandardScaler, model) fitted on the training "
         "split, scored once on the test split",
         f"times in seconds ({n_runs}); ratios = time / time of LinearSVC (LinSVC) "
-        "or LogisticRegression (LogReg) on the same dataset in this run",
+        "or LogisticRegression (LogReg) on the same dataset in this run; tables "
+        "too wide for the terminal shorten names (HGB = HistGradientBoosting, "
+        "+LR = +LogisticRegression)",
         f"tolerance: LogisticRegression (lbfgs) and sklmargin estimators both use "
         f"tol={settings.tol:g} (L-BFGS gradient tolerance) and "
         f"max_iter={settings.max_iter}; LinearSVC (dual='auto') and SVC use "
@@ -175,7 +304,26 @@ def format_preamble(
             lines.append(f"WARNING: {note}")
     else:
         lines.append("tuning: off (default hyper-parameters; --tune to tune)")
-    return "\n".join(lines)
+    return "\n".join(wrap_lines(lines, width))
+
+
+def wrap_lines(lines: Sequence[str], width: int | None = None) -> list[str]:
+    """Wrap each line to ``width`` columns, continuations indented by two."""
+    width = terminal_width() if width is None else width
+    wrapper = textwrap.TextWrapper(
+        width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+    return [part for line in lines for part in _wrap(wrapper, line)]
+
+
+#: An option and its value ("--keep rownum", "--grid 'm.s=1,2'"): one word
+#: for the wrapper, so that a hint is never split across lines.
+_OPTION_AND_VALUE = re.compile(r"(?<![\w-])(--[\w-]+) (?=\S)")
+
+
+def _wrap(wrapper: textwrap.TextWrapper, text: str) -> list[str]:
+    glued = _OPTION_AND_VALUE.sub(lambda match: match.group(1) + "\0", text)
+    return [line.replace("\0", " ") for line in wrapper.wrap(glued)]
 
 
 def environment_info() -> dict[str, Any]:
