@@ -5,7 +5,9 @@ validated before any fit, progress of long fits and of the whole run, tables
 that fit a terminal, notes printed once, the plot's layout.
 """
 
+import io
 import json
+import time
 
 import numpy as np
 import pytest
@@ -218,3 +220,98 @@ def test_a_warning_every_model_raises_is_printed_once_per_run(rare_class_dir, ca
     assert out.count(warning) == 1
     assert f"every model (2): tuning: UserWarning: {warning}" in out
     assert "every model (2): the same note as on alpha (tuning: UserWarning)" in out
+
+
+# ---- slow models: a cap, a way out, a heartbeat ----------------------------------
+
+
+def test_linear_svc_max_iter_caps_linear_svc(npz_dir, tmp_path, capsys):
+    from sklmargin.compare import CompareSettings, build_pipeline
+
+    settings = CompareSettings(linear_svc_max_iter=7)
+    pipeline = build_pipeline(model_registry()["LinearSVC"], settings)
+    assert pipeline.named_steps["model"].max_iter == 7
+    output = tmp_path / "r.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
+    args += ["--linear-svc-max-iter", "2", "--output", str(output)]
+    assert main([*args, "--models", PEERS, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "LinearSVC (dual='auto', max_iter=2)" in out
+    document = json.loads(output.read_text())
+    assert document["metadata"]["settings"]["linear_svc_max_iter"] == 2
+    (svc,) = [row for row in document["results"] if row["model"] == "LinearSVC"]
+    assert any("ConvergenceWarning" in note for note in svc["notes"])
+
+
+def test_skip_leaves_out_any_model_even_a_reference(npz_dir, tmp_path, capsys):
+    output = tmp_path / "r.json"
+    args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
+    args += ["--models", "margin:softmax,margin:normface", "--output", str(output)]
+    assert main([*args, "--skip", "linearsvc,*normface", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "--skip: left out LinearSVC, margin:normface; no time ratios against" in out
+    models = [row["model"] for row in json.loads(output.read_text())["results"]]
+    assert models == ["LogisticRegression", "margin:softmax"]
+    table = out[out.index("== alpha") :]
+    assert "fit/LogReg" in table and "LinSVC" not in table
+    assert main([*args, "--skip", "*", *FAST]) == 2
+    assert "--skip leaves no model to run" in capsys.readouterr().err
+    assert main([*args, "--skip", "LinearSCV", *FAST]) == 2
+    assert "Did you mean 'LinearSVC'" in capsys.readouterr().err
+
+
+class _Log(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_heartbeat_during_a_long_fit(tty):
+    from sklmargin.compare import Progress
+
+    stream = _Log(tty)
+    progress = Progress(1, stream, heartbeat=0.05)
+    progress.start("usps", "LinearSVC")
+    progress.stage("final fit")
+    time.sleep(0.4)  # a fit that reports nothing
+    progress.done({"status": "ok", "accuracy": 0.5, "notes": []})
+    text = stream.getvalue()
+    beats = text.count("final fit running for")
+    assert beats >= 2  # again and again, not once
+    assert "s on this model)" in text
+    assert text.endswith("(acc 50.00%)\x1b[K\n" if tty else "(acc 50.00%)\n")
+    time.sleep(0.15)
+    assert stream.getvalue() == text  # nothing after the model finished
+
+
+# ---- the whole run's ETA ---------------------------------------------------------
+
+
+def test_run_clock_corrects_its_estimates():
+    from sklmargin.compare.estimate import RunClock
+
+    clock = RunClock([1.0, 1.0, 2.0, None])  # None: the average of the others
+    assert clock.total() == pytest.approx(1 + 1 + 2 + 4 / 3)
+    clock.finish(2.0)  # twice as slow as estimated: the rest will be too
+    assert clock.remaining() == pytest.approx(2 * (1 + 2 + 4 / 3))
+    # 0.5 s into the second model, its own ETA unknown, then known (3 s)
+    assert clock.remaining(0.5) == pytest.approx(2 * (2 + 4 / 3) + 1.5)
+    assert clock.remaining(0.5, current_eta=3.0) == pytest.approx(2 * (2 + 4 / 3) + 3)
+
+
+def test_tuned_run_prints_an_estimate_first_then_a_run_eta(npz_dir, tmp_path, capsys):
+    output = tmp_path / "r.json"
+    args = ["compare", "--data", str(npz_dir), "--tune", "--models", PEERS]
+    assert main([*args, "--threads", "1", "--output", str(output)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("estimated run time: ~")
+    assert err.index("estimated run time") < err.index("[1/4] alpha / LinearSVC")
+    done_lines = [line for line in err.splitlines() if line.startswith("[")]
+    assert len(done_lines) == 4 and all("; run ETA " in line for line in done_lines)
+    assert done_lines[-1].endswith("; run ETA 0.0 s)")
+    estimate = json.loads(output.read_text())["metadata"]["estimated_seconds"]
+    assert 0 < estimate < 60

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from .csvfile import load_csv
 from .datasets import BUILTIN_DATASETS, Dataset, builtin_datasets, load_npz_dir
+from .estimate import RunClock, describe_estimate, probe_estimates, wants_estimate
 from .grids import apply_grid_options
 from .models import (
     format_model_list,
@@ -158,8 +159,18 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(default: 1000)",
     )  # fmt: skip
     models.add_argument(
+        "--skip", metavar="NAMES", help="comma-separated model names or globs to "
+        "leave out, even LinearSVC or LogisticRegression (their time-ratio "
+        "columns are then left out)",
+    )  # fmt: skip
+    models.add_argument(
         "--svc-max-samples", type=_positive_int, default=20000, metavar="N",
         help="skip SVC (superlinear cost) above N training samples (default: 20000)",
+    )  # fmt: skip
+    models.add_argument(
+        "--linear-svc-max-iter", type=_positive_int, default=1000, metavar="N",
+        help="max_iter of LinearSVC: caps its time on data where it does not "
+        "converge (default: 1000, scikit-learn's)",
     )  # fmt: skip
 
     protocol = parser.add_argument_group("protocol")
@@ -215,6 +226,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         n_jobs=args.n_jobs,
         repeats=args.repeats,
         svc_max_samples=args.svc_max_samples,
+        linear_svc_max_iter=args.linear_svc_max_iter,
         threads=args.threads,
     )
 
@@ -316,7 +328,7 @@ def _prepare(args: argparse.Namespace, out: TextIO):
         check_output_path(args.output, (".json", ".csv"))
     if args.plot is not None:
         check_plot_path(args.plot)
-    specs, notes = resolve_models(args.models, registry)
+    specs, notes = resolve_models(args.models, registry, args.skip)
     if args.grid:
         if not args.tune:
             raise CompareError("--grid only applies with --tune.")
@@ -373,6 +385,17 @@ class _ResultFile:
             write_results(self.path, self.rows, self.metadata)
 
 
+def _run_clock(datasets, specs, settings, stream, results) -> RunClock | None:
+    """Estimate the run before it starts (stderr, metadata); None if not worth it."""
+    if stream is None or not wants_estimate(datasets, settings):
+        return None  # quiet (nobody would see it), or a run of seconds
+    estimates, probe_time = probe_estimates(datasets, specs, settings)
+    clock = RunClock(estimates)
+    results.metadata["estimated_seconds"] = clock.total()
+    print(describe_estimate(clock.total(), probe_time), file=stream, flush=True)
+    return clock
+
+
 def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int:
     print(format_preamble(datasets, specs, settings), file=out)
     for line in wrap_lines([f"note: {note}" for note in notes]):
@@ -383,9 +406,14 @@ def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int
         table = format_table(dataset, rows, settings.tune, seen_notes=seen_notes)
         print("\n" + table, file=out, flush=True)
 
-    progress = Progress(len(datasets) * len(specs), None if args.quiet else sys.stderr)
+    stream = None if args.quiet else sys.stderr
+    clock = _run_clock(datasets, specs, settings, stream, results)
+    progress = Progress(len(datasets) * len(specs), stream, clock=clock)
     start = time.perf_counter()
-    rows = run_comparison(datasets, specs, settings, progress, report, results.add)
+    try:
+        rows = run_comparison(datasets, specs, settings, progress, report, results.add)
+    finally:  # Ctrl-C included: no heartbeat after the run
+        progress.close()
     results.finish("complete")
     print(f"\ndone in {format_number(time.perf_counter() - start)} s", file=out)
     if args.output is not None:

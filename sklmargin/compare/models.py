@@ -205,7 +205,11 @@ def _logistic_regression(settings: CompareSettings) -> LogisticRegression:
 
 
 def _build_linear_svc(settings: CompareSettings) -> LinearSVC:
-    return LinearSVC(dual="auto", random_state=settings.random_state)
+    return LinearSVC(
+        dual="auto",
+        max_iter=settings.linear_svc_max_iter,
+        random_state=settings.random_state,
+    )
 
 
 def _build_svc(settings: CompareSettings) -> SVC:
@@ -359,13 +363,16 @@ def model_registry() -> dict[str, ModelSpec]:
 
 
 def resolve_models(
-    requested: str | None, registry: Mapping[str, ModelSpec]
+    requested: str | None,
+    registry: Mapping[str, ModelSpec],
+    skip: str | None = None,
 ) -> tuple[list[ModelSpec], list[str]]:
-    """Turn a ``--models`` value into registry entries.
+    """Turn a ``--models`` value (and a ``--skip`` value) into registry entries.
 
     Names are matched case-insensitively and may be glob patterns
     (``margin:*``). The reference models of the time ratios are added when
-    missing and always come first.
+    missing and always come first, unless ``skip`` names them: the ratios
+    against a skipped reference are then left out.
 
     Parameters
     ----------
@@ -373,6 +380,9 @@ def resolve_models(
         Comma-separated model names; ``None`` for :data:`DEFAULT_MODELS`.
     registry : mapping of str to ModelSpec
         From :func:`model_registry`.
+    skip : str, default=None
+        Comma-separated names or globs to leave out (``--skip``), e.g. a model
+        too slow on the data at hand.
 
     Returns
     -------
@@ -395,15 +405,33 @@ def resolve_models(
         matches = match_model_name(name, registry, "--models")
         resolved += [match for match in matches if match not in resolved]
 
+    skipped: list[str] = []
+    for name in split_list(skip or ""):
+        skipped += [
+            m for m in match_model_name(name, registry, "--skip") if m not in skipped
+        ]
+    references = [name for name in REFERENCE_MODELS if name not in skipped]
     notes = []
-    added = [name for name in REFERENCE_MODELS if name not in resolved]
+    added = [name for name in references if name not in resolved]
     if added:
         notes.append(
             f"added {', '.join(added)}: the time ratios are measured against them "
             "in the same run."
         )
+    left_out = [
+        name for name in skipped if name in resolved or name in REFERENCE_MODELS
+    ]
+    if left_out:
+        no_ratio = [name for name in REFERENCE_MODELS if name in skipped]
+        ratios = f"; no time ratios against {', '.join(no_ratio)}" if no_ratio else ""
+        notes.append(f"--skip: left out {', '.join(left_out)}{ratios}.")
     # References first, in a fixed order: every table then starts the same way.
-    resolved = [*REFERENCE_MODELS, *(n for n in resolved if n not in REFERENCE_MODELS)]
+    resolved = [
+        *references,
+        *(n for n in resolved if n not in REFERENCE_MODELS and n not in skipped),
+    ]
+    if not resolved:
+        raise CompareError("--skip leaves no model to run.")
     return [registry[name] for name in resolved], notes
 
 

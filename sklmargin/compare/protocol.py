@@ -425,6 +425,7 @@ def evaluate_model(
         if settings.tune:
             on_fit = None
             if progress is not None:
+                progress.stage("CV fit")
                 detail = f" ({grid_size(spec.grid)} grid points x {settings.cv} folds)"
 
                 def on_fit(done, total):
@@ -440,6 +441,8 @@ def evaluate_model(
                 tune_time=tuned.tune_time,
             )
             row["notes"].extend(tuned.notes)
+        if progress is not None:
+            progress.stage("final fit" if settings.tune else "fit")
         with _recorded_warnings() as caught:
             prediction, fit_time, predict_time = time_fit_predict(
                 pipeline,

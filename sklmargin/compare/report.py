@@ -280,8 +280,9 @@ def format_preamble(
         "+LR = +LogisticRegression)",
         f"tolerance: LogisticRegression (lbfgs) and sklmargin estimators both use "
         f"tol={settings.tol:g} (L-BFGS gradient tolerance) and "
-        f"max_iter={settings.max_iter}; LinearSVC (dual='auto') and SVC use "
-        "scikit-learn's defaults",
+        f"max_iter={settings.max_iter}; LinearSVC (dual='auto', "
+        f"max_iter={settings.linear_svc_max_iter}) and SVC use scikit-learn's "
+        "default tolerances",
         f"kernel features: n_components={settings.n_components} for "
         "RBFSampler/Nystroem+LogisticRegression and kernel:*, RBF gamma='scale'; "
         f"random_state={settings.random_state} everywhere; "
