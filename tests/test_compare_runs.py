@@ -315,3 +315,78 @@ def test_tuned_run_prints_an_estimate_first_then_a_run_eta(npz_dir, tmp_path, ca
     assert done_lines[-1].endswith("; run ETA 0.0 s)")
     estimate = json.loads(output.read_text())["metadata"]["estimated_seconds"]
     assert 0 < estimate < 60
+
+
+# ---- the plot: nothing clipped, no label on another ------------------------------
+
+
+def _crowded_rows(datasets=("wine",)):
+    """Nine models at 100% within a factor 2 of time: the usual --csv crowd."""
+    names = [
+        "LinearSVC", "LogisticRegression", "SVC", "HistGradientBoosting",
+        "RBFSampler+LogisticRegression", "margin:am-softmax", "margin:arcface",
+        "margin:softmax", "kernel:am-softmax",
+    ]  # fmt: skip
+    times = [0.169, 0.227, 0.162, 2.32, 0.828, 0.194, 0.205, 0.195, 0.278]
+    return [
+        {
+            "dataset": dataset,
+            "model": name,
+            "status": "ok",
+            "accuracy": 1.0,
+            "accuracy_ci_low": 0.921,
+            "accuracy_ci_high": 1.0,
+            "tune_time": time_ * (1 + index),
+            "fit_time": time_ / 10,
+        }  # fmt: skip
+        for index, dataset in enumerate(datasets)
+        for name, time_ in zip(names, times, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("datasets", [("wine",), ("wine", "iris", "digits", "dna")])
+def test_plot_keeps_title_legend_and_labels_inside_and_apart(
+    datasets, tmp_path, monkeypatch
+):
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from sklmargin.compare import plot_results
+
+    saved = []
+    savefig = Figure.savefig
+
+    def spy(figure, *args, **kwargs):
+        saved.append(figure)
+        return savefig(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    plot_results(tmp_path / "acc.png", _crowded_rows(datasets), tuned=True)
+    (figure,) = saved
+    FigureCanvasAgg(figure).draw()  # the figure as saved, at its own size
+    inside = figure.bbox.padded(1)
+
+    def within(artist):
+        box = artist.get_window_extent()
+        return (
+            inside.x0 <= box.x0
+            and box.x1 <= inside.x1
+            and (inside.y0 <= box.y0 and box.y1 <= inside.y1)
+        )
+
+    assert within(figure._suptitle)
+    (legend,) = figure.legends
+    assert within(legend)
+    for ax in figure.axes:
+        labels = [text for text in ax.texts if text.get_text()]
+        if not ax.get_visible():
+            continue
+        assert within(ax.title) and len(labels) == 9
+        # the text itself, without its leader line (Annotation's extent has it)
+        boxes = [Text.get_window_extent(label) for label in labels]
+        assert all(map(within, labels))
+        for i, box in enumerate(boxes):
+            for other in boxes[i + 1 :]:
+                assert not box.overlaps(other), "two point labels overlap"
