@@ -390,3 +390,18 @@ def test_plot_keeps_title_legend_and_labels_inside_and_apart(
         for i, box in enumerate(boxes):
             for other in boxes[i + 1 :]:
                 assert not box.overlaps(other), "two point labels overlap"
+
+
+def test_run_eta_of_a_fit_past_its_estimate_says_so():
+    from sklmargin.compare import Progress
+    from sklmargin.compare.estimate import RunClock
+
+    stream = _Log(False)
+    clock = RunClock([0.01, 5.0])
+    progress = Progress(2, stream, heartbeat=0.05, clock=clock)
+    progress.start("a9a", "SVC")
+    time.sleep(0.2)  # 20 x its estimate, no news
+    progress.done({"status": "ok", "accuracy": 0.5, "notes": []})
+    text = stream.getvalue()
+    assert "; run ETA this fit (over its estimate) + 5.0 s" in text
+    assert text.endswith("(acc 50.00%; run ETA 2 min)\n")  # 5 s x 20, corrected

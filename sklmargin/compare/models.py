@@ -319,8 +319,8 @@ def _our_specs() -> list[ModelSpec]:
     kernel = [
         ModelSpec(
             f"kernel:{margin.name}",
-            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): random features '
-            "(n_components)",
+            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): Nystroem '
+            "features (n_components)",
             functools.partial(_build_kernel, margin.name),
             kernel_grid(margin.search_grid),
             ours=True,

@@ -155,10 +155,12 @@ class Progress:
         if self.clock is None:
             return ""
         if current is None:  # between two models
-            eta = self.clock.remaining()
-        else:
-            eta = self.clock.remaining(current, self._tuning_eta)
-        return "" if eta is None else f"; run ETA {format_duration(eta)}"
+            return f"; run ETA {format_duration(self.clock.remaining())}"
+        eta = self.clock.remaining(current, self._tuning_eta)
+        if self._tuning_eta is None and self.clock.overdue(current):
+            # Past its estimate: how much longer this fit takes is unknown.
+            return f"; run ETA this fit (over its estimate) + {format_duration(eta)}"
+        return f"; run ETA {format_duration(eta)}"
 
     def _beat(self) -> None:
         stop = self._stop
