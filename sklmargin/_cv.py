@@ -15,7 +15,9 @@ _SHARED_PARAMS_DOC = """
         the losses tuned along ``C``.
     ms : array-like of float, default=None
         Margins; each gets its own path. None means the loss's default margin
-        only (the scale matters most; the registry's grid,
+        only (0.05 for AM-Softmax and ArcFace, 1.5 for L-Softmax, 2 for
+        A-Softmax, none for softmax and NormFace; the scale matters most; the
+        registry's grid,
         ``get_margin(loss).search_grid["m"]``, crosses three). Values outside
         the loss's domain (e.g. a
         margin for NormFace, ``m < 1`` for L-Softmax) are *skipped* with a
@@ -116,7 +118,7 @@ max_iter, tol
     See Also
     --------
     MarginSoftmaxClassifier : One fit at given ``m`` and ``s``.
-    KernelMarginSoftmaxClassifierCV : The same over random Fourier features.
+    KernelMarginSoftmaxClassifierCV : The same over kernel (Nyström) features.
     sklearn.linear_model.LogisticRegressionCV : The model this one mirrors.
     sklearn.calibration.CalibratedClassifierCV : Post-hoc calibration of any
         fitted classifier.
@@ -203,7 +205,7 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     __doc__ = (
         r"""Kernel margin-softmax classifier with cross-validated gamma, m and s.
 
-    :class:`MarginSoftmaxClassifierCV` over the random features of
+    :class:`MarginSoftmaxClassifierCV` over the kernel features of
     :class:`KernelMarginSoftmaxClassifier`, with one more grid axis: the RBF
     width ``gamma``. Every (fold, gamma, m) row runs its own warm-started path
     over ``s``; the temperature is fitted on the out-of-fold logits as in the
@@ -227,7 +229,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
     ----------
     gamma_ : "scale" or float
         The chosen RBF width (as given in ``gammas``; the resolved value is
-        ``estimator_.feature_map_.gamma_`` for random Fourier features)."""
+        ``estimator_.feature_map_.gamma_``)."""
         + _ATTRIBUTES_DOC
         + r"""
     See Also
