@@ -8,6 +8,7 @@ One concern per module:
   :mod:`~sklmargin.compare.grids` -- ``--grid``, checked before any fit;
 * :mod:`~sklmargin.compare.protocol` -- tuning, timing, scoring, the run;
   :mod:`~sklmargin.compare.progress` -- progress lines on stderr;
+  :mod:`~sklmargin.compare.estimate` -- the run's estimate and ETA;
 * :mod:`~sklmargin.compare.report` -- tables, JSON/CSV results;
   :mod:`~sklmargin.compare.plot` -- the plot;
 * :mod:`~sklmargin.compare.cli` -- the command line.

@@ -425,7 +425,9 @@ def evaluate_model(
         if settings.tune:
             on_fit = None
             if progress is not None:
-                progress.stage("CV fit")
+                # Parallel workers report nothing until the search ends.
+                serial = settings.n_jobs in (1, None)
+                progress.stage("CV fit" if serial else "parallel grid search")
                 detail = f" ({grid_size(spec.grid)} grid points x {settings.cv} folds)"
 
                 def on_fit(done, total):
