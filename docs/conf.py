@@ -187,14 +187,17 @@ def _write_defaults_table():
             label += f' (``"{aliases[name]}"``)'
         m = "--" if name in ("softmax", "normface") else f"{margin.default_m:g}"
         s = "--" if margin.default_s is None else f"{margin.default_s:g}"
+        kernel_s = margin.default_s_kernel or margin.default_s
+        s_kernel = "--" if kernel_s is None else f"{kernel_s:g}"
         lam = f"{margin.default_lambda:g}" if margin.uses_lambda else "--"
         penalty = "yes" if margin.penalized else "no"
-        rows.append((label, normalised, m, s, lam, penalty))
+        rows.append((label, normalised, m, s, s_kernel, lam, penalty))
     header = (
         "``loss=``",
         "normalises",
         "default m",
         "default s",
+        "default s (kernel estimator)",
         "default lambda_min",
         "L2 penalty ``C``",
     )
@@ -211,6 +214,42 @@ def _write_defaults_table():
 
 
 _write_defaults_table()
+
+
+def _write_links():
+    """Write ``_generated/links.inc``: the project's URLs from pyproject.toml.
+
+    ``[project.urls]`` is the one place they are kept (pip and PyPI show them
+    too); until it has entries the page says where to find the code instead
+    of inventing an address.
+    """
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:
+        tomllib = None
+    urls = {}
+    if tomllib is not None:
+        with open(HERE.parent / "pyproject.toml", "rb") as handle:
+            urls = tomllib.load(handle).get("project", {}).get("urls", {})
+    if urls:
+        lines = [f"* {name}: `{url} <{url}>`__" for name, url in urls.items()]
+    else:
+        lines = [
+            "The source code and the issue tracker live in the project's "
+            "repository, the one this site and the package are built from "
+            "(the sdist carries the same files). Its public address will be "
+            "listed here, and by ``pip show sklmargin``, once the project "
+            "declares it under ``[project.urls]`` in ``pyproject.toml``."
+        ]
+    out = HERE / "_generated"
+    out.mkdir(exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    target = out / "links.inc"
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+
+
+_write_links()
 
 # -- sphinx-gallery ----------------------------------------------------------
 

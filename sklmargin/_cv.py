@@ -19,7 +19,9 @@ _SHARED_PARAMS_DOC = """
         the losses tuned along ``C``.
     ms : array-like of float, default=None
         Margins; each gets its own path. None means the loss's default margin
-        only (the scale matters most; the registry's grid,
+        only (0.05 for AM-Softmax and ArcFace, 1.5 for L-Softmax, 2 for
+        A-Softmax, none for softmax and NormFace; the scale matters most; the
+        registry's grid,
         ``get_margin(loss).search_grid["m"]``, crosses three). Values outside
         the loss's domain (e.g. a
         margin for NormFace, ``m < 1`` for L-Softmax) are *skipped* with a
@@ -129,7 +131,7 @@ max_iter, tol
     See Also
     --------
     MarginSoftmaxClassifier : One fit at given ``m`` and ``s``.
-    KernelMarginSoftmaxClassifierCV : The same over random Fourier features.
+    KernelMarginSoftmaxClassifierCV : The same over kernel (Nyström) features.
     sklearn.linear_model.LogisticRegressionCV : The model this one mirrors.
     sklearn.calibration.CalibratedClassifierCV : Post-hoc calibration of any
         fitted classifier.

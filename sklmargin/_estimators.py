@@ -398,34 +398,37 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     r"""Linear classifier trained with a margin-based softmax loss by L-BFGS.
 
     Each class ``j`` has a prototype ``w_j`` and a bias ``b_j``. Training
-    minimises the weighted mean cross-entropy of *margin* logits, where the true
-    class must win by a margin:
+    minimises the weighted mean cross-entropy of *margin* logits ``z``, in
+    which the true class must win by a margin:
+    ``sum_i sw_i * l_i / sum_i sw_i`` with ``l_i = -log softmax(z_i)[y_i]``,
 
     .. math::
 
         \min_{W, b}\; \frac{\sum_i w_i\, \ell_i}{\sum_i w_i}, \qquad
         \ell_i = -\log \frac{e^{z_{iy_i}}}{\sum_j e^{z_{ij}}}
 
-    ================  ==================================  ==========================
-    ``loss``          target logit :math:`z_{iy}`         other logits :math:`z_{ij}`
-    ================  ==================================  ==========================
-    ``"softmax"``     :math:`s\langle w_y,x\rangle`       :math:`s\langle w_j,x\rangle`
-    ``"normface"``    :math:`s\cos\theta_y`               :math:`s\cos\theta_j`
-    ``"am-softmax"``  :math:`s(\cos\theta_y - m)`         :math:`s\cos\theta_j`
-    ``"arcface"``     :math:`s\cos(\theta_y + m)`         :math:`s\cos\theta_j`
-    ``"l-softmax"``   :math:`|w_y||x|\psi(\theta_y)`      :math:`\langle w_j,x\rangle`
-    ``"a-softmax"``   :math:`s|x|\psi(\theta_y)`          :math:`s|x|\cos\theta_j`
-    ================  ==================================  ==========================
+    where ``theta_j`` is the angle between ``x`` and ``w_j``:
+
+    ================  ===========================  ======================
+    ``loss``          target logit ``z_iy``        other logits ``z_ij``
+    ================  ===========================  ======================
+    ``"softmax"``     ``s * <w_y, x>``             ``s * <w_j, x>``
+    ``"normface"``    ``s * cos(theta_y)``         ``s * cos(theta_j)``
+    ``"am-softmax"``  ``s * (cos(theta_y) - m)``   ``s * cos(theta_j)``
+    ``"arcface"``     ``s * cos(theta_y + m)``     ``s * cos(theta_j)``
+    ``"l-softmax"``   ``|w_y| |x| psi(theta_y)``   ``<w_j, x>``
+    ``"a-softmax"``   ``s |x| psi(theta_y)``       ``s |x| cos(theta_j)``
+    ================  ===========================  ======================
 
     (plus ``b_j`` on every logit when ``fit_intercept``), with
-    :math:`\psi(\theta) = (-1)^k\cos(m\theta) - 2k`, :math:`k=\lfloor m\theta/\pi
-    \rfloor`. ``t > 1`` turns any loss into its SV-Softmax variant: a non-target
-    whose cosine beats the margin-adjusted target gets
-    :math:`z_{ik} \mathrel{+}= s(t-1)(\cos\theta_{ik}+1)`.
+    ``psi(theta) = (-1)^k cos(m theta) - 2k``, ``k = floor(m theta / pi)``.
+    ``t > 1`` turns any loss into its SV-Softmax variant: a non-target whose
+    cosine beats the margin-adjusted target gets
+    ``z_ik += s (t - 1) (cos(theta_ik) + 1)``.
 
     The margin is used for training only: :meth:`decision_function` returns the
-    margin-free logits (:math:`s\cos\theta_j + b_j`, :math:`s|x|\cos\theta_j + b_j`
-    or :math:`\langle w_j, x\rangle + b_j`), :meth:`predict` their argmax and
+    margin-free logits (``s cos(theta_j) + b_j``, ``s |x| cos(theta_j) + b_j``
+    or ``<w_j, x> + b_j``), :meth:`predict` their argmax and
     :meth:`predict_proba` their softmax, so all three agree.
 
     Parameters
@@ -435,13 +438,16 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         ``"arcface"``, ``"l-softmax"`` or ``"a-softmax"`` (alias
         ``"sphereface"``).
     m : float, default=None
-        Margin; None means the loss's default. AM-Softmax: additive cosine margin
+        Margin; None means the loss's default: 0.05 for AM-Softmax and ArcFace,
+        1.5 for L-Softmax, 2 for A-Softmax (the user guide's table of defaults,
+        "What each loss normalises"). AM-Softmax: additive cosine margin
         in [0, 1]; ArcFace: additive angle in radians, in [0, pi/2];
         L-/A-Softmax: multiplicative angular margin, a real >= 1 (the papers use
         integers); softmax and NormFace: must be None or 0.
     s : float, default=None
         Logit scale (> 0) of the losses that normalise the features; None means
-        the loss's default. For softmax it is an inverse temperature (default 1);
+        the loss's default: 20 for NormFace, 30 for AM-Softmax and ArcFace.
+        For softmax it is an inverse temperature (default 1);
         for A-Softmax it multiplies the sample norm ``|x|`` (default 8; the
         paper's is 1). L-Softmax takes its scale from the norms and requires None.
     t : float, default=1.0
@@ -453,10 +459,10 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         are scale-invariant in ``W`` and are regularised through ``s`` and ``m``.
     lambda_min : float, default=None
         Final softening of L-/A-Softmax,
-        :math:`f_\lambda = (\lambda\cos\theta_y + \psi(\theta_y))/(1+\lambda)`.
+        ``f = (lambda cos(theta_y) + psi(theta_y)) / (1 + lambda)``.
         Training lowers ``lambda`` from 1000 to ``lambda_min`` through a sequence
-        of warm-started problems. None means the loss's default; must be None
-        for the other losses.
+        of warm-started problems. None means the loss's default, 20 for both;
+        must be None for the other losses.
     constant_feature : float or None, default=1.0
         For the losses that normalise the samples (NormFace, AM-Softmax,
         ArcFace): a synthetic feature of value ``c`` is appended to every sample
@@ -513,7 +519,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
 
     See Also
     --------
-    KernelMarginSoftmaxClassifier : The same losses over random Fourier features.
+    KernelMarginSoftmaxClassifier : The same losses over kernel features
+        (Nyström by default, or random Fourier features).
     sklearn.linear_model.LogisticRegression : ``loss="softmax"`` without margin.
     sklearn.svm.LinearSVC : Hinge-loss linear classifier.
 

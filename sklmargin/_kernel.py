@@ -26,11 +26,11 @@ _FLOAT32_ENTRIES = 2**20
 class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     r"""Margin-softmax classifier over features of the RBF kernel.
 
-    Fits a feature map approximating :math:`k(x, x') = \exp(-\gamma |x - x'|^2)`
+    Fits a feature map approximating ``k(x, x') = exp(-gamma |x - x'|^2)``
     on the training data -- by default the Nyström map on 1000 centres drawn
     among the training rows (:class:`NystroemFeatures`) -- then trains
     :class:`MarginSoftmaxClassifier`'s objective on the mapped rows
-    :math:`z(x)`. Kernel features satisfy :math:`|z(x)|^2 \approx k(x, x) = 1`:
+    ``z(x)``. Kernel features satisfy ``|z(x)|^2 ~= k(x, x) = 1``:
     they already live near the unit sphere, where the cosine losses (NormFace,
     AM-Softmax, ArcFace) are at home. With ``n_components`` at least the number
     of distinct training rows every row is a centre: the exact kernel machine.
@@ -40,7 +40,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     loss : str, default="am-softmax"
         As in :class:`MarginSoftmaxClassifier`.
     m : float, default=None
-        Margin; None means the loss's default.
+        Margin; None means the loss's default, as in
+        :class:`MarginSoftmaxClassifier` (0.05 for AM-Softmax and ArcFace).
     s : float, default=None
         Logit scale; None means the loss's kernel default: 100 for NormFace,
         AM-Softmax and ArcFace (kernel features have small cosines: s=30
@@ -53,7 +54,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         Inverse L2 strength of the losses that depend on ``|w_j|`` (softmax,
         L-Softmax).
     lambda_min : float, default=None
-        Final softening of L-/A-Softmax.
+        Final softening of L-/A-Softmax; None means 20.
     gamma : "scale" or float, default="scale"
         RBF kernel width; "scale" is ``1 / (n_features * Var(X))`` with the
         sample-weighted variance, resolved in ``fit`` (see ``feature_map_``).
@@ -73,7 +74,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         Ignored by the random Fourier maps.
     constant_feature : float or None, default=None
         As in :class:`MarginSoftmaxClassifier`, on the mapped features. Off by
-        default: random Fourier features already have ``|z(x)| ~= 1``.
+        default: kernel features already have ``|z(x)| ~= 1``.
     fit_intercept : bool, default=True
     class_weight : dict or "balanced", default=None
     max_iter : int, default=1000

@@ -196,7 +196,7 @@ def margin_softmax_loss(
     See Also
     --------
     MarginSoftmaxClassifier : Trains a linear classifier on this loss.
-    KernelMarginSoftmaxClassifier : The same over random Fourier features.
+    KernelMarginSoftmaxClassifier : The same over kernel (Nyström) features.
 
     References
     ----------

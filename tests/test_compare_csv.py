@@ -169,3 +169,26 @@ def test_csv_options_need_csv(capsys):
     for option in (["--drop", "a"], ["--keep", "a"], ["--one-hot"]):
         assert main(["compare", *option, *FAST]) == 2
         assert f"{option[0]} only applies to --csv" in capsys.readouterr().err
+
+
+def test_decimal_commas_are_read_as_numbers_with_a_note(tmp_path, capsys):
+    table = _table()
+    rows = [[cell.replace(".", ",") for cell in row] for row in table]
+    rows[3][1] = "NA"  # a missing value does not stop the detection
+    rows[4][1] = "7"  # nor does an integer without a comma
+    path = _write(tmp_path / "eu.csv", HEADER, rows, ";")
+    with pytest.raises(CompareError, match="'f1' has missing values"):
+        load_csv(path, "species")
+    rows[3][1] = "0,5"
+    path = _write(tmp_path / "eu.csv", HEADER, rows, ";")
+    dataset = load_csv(path, "species", test_size=0.5, random_state=0)
+    assert dataset.n_features == 3  # no column dropped as "a row ID"
+    notes = " ".join(dataset.notes)
+    assert "decimal commas read as decimal points in 'f0', 'f1', 'f2'" in notes
+    assert "dropped" not in notes
+    expected = np.array([[float(cell) for cell in row[:3]] for row in table])
+    expected[3, 1], expected[4, 1] = 0.5, 7.0
+    X = np.vstack([dataset.X_train, dataset.X_test])
+    assert sorted(map(tuple, X)) == sorted(map(tuple, expected))
+    code, out, _ = _run(capsys, path)
+    assert code == 0 and "n_features=3" in out and "decimal commas" in out

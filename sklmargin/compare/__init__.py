@@ -5,9 +5,12 @@ One concern per module:
 * :mod:`~sklmargin.compare.datasets` -- bundled data and ``.npz`` folders;
   :mod:`~sklmargin.compare.csvfile` -- CSV files;
 * :mod:`~sklmargin.compare.models` -- the peers, our models and their grids;
+  :mod:`~sklmargin.compare.grids` -- ``--grid``, checked before any fit;
 * :mod:`~sklmargin.compare.protocol` -- tuning, timing, scoring, the run;
   :mod:`~sklmargin.compare.progress` -- progress lines on stderr;
-* :mod:`~sklmargin.compare.report` -- tables, JSON/CSV results, the plot;
+  :mod:`~sklmargin.compare.estimate` -- the run's estimate and ETA;
+* :mod:`~sklmargin.compare.report` -- tables, JSON/CSV results;
+  :mod:`~sklmargin.compare.plot` -- the plot;
 * :mod:`~sklmargin.compare.cli` -- the command line.
 
 The protocol is DESIGN.md section 8: ``Pipeline([StandardScaler(), model])``
@@ -31,6 +34,7 @@ from .models import (
     model_registry,
     resolve_models,
 )
+from .plot import plot_results
 from .progress import Progress
 from .protocol import (
     evaluate_model,
@@ -39,7 +43,7 @@ from .protocol import (
     tune,
     wilson_interval,
 )
-from .report import format_table, plot_results, write_results
+from .report import format_table, write_results
 from .settings import (
     GRID_POINTS,
     REFERENCE_MODELS,

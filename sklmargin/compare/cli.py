@@ -11,22 +11,23 @@ from typing import Any, TextIO
 
 from .csvfile import load_csv
 from .datasets import BUILTIN_DATASETS, Dataset, builtin_datasets, load_npz_dir
+from .estimate import RunClock, describe_estimate, probe_estimates, wants_estimate
+from .grids import apply_grid_options
 from .models import (
-    apply_grid_options,
     format_model_list,
     grid_size_note,
     model_registry,
     resolve_models,
 )
+from .plot import check_plot_path, plot_results
 from .progress import Progress
 from .protocol import run_comparison
 from .report import (
     check_output_path,
-    check_plot_path,
     environment_info,
     format_preamble,
     format_table,
-    plot_results,
+    wrap_lines,
     write_results,
 )
 from .settings import CompareError, CompareSettings, format_number, split_list
@@ -158,8 +159,18 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(default: 1000)",
     )  # fmt: skip
     models.add_argument(
+        "--skip", metavar="NAMES", help="comma-separated model names or globs to "
+        "leave out, even LinearSVC or LogisticRegression (their time-ratio "
+        "columns are then left out)",
+    )  # fmt: skip
+    models.add_argument(
         "--svc-max-samples", type=_positive_int, default=20000, metavar="N",
         help="skip SVC (superlinear cost) above N training samples (default: 20000)",
+    )  # fmt: skip
+    models.add_argument(
+        "--linear-svc-max-iter", type=_positive_int, default=1000, metavar="N",
+        help="max_iter of LinearSVC: caps its time on data where it does not "
+        "converge (default: 1000, scikit-learn's)",
     )  # fmt: skip
 
     protocol = parser.add_argument_group("protocol")
@@ -190,7 +201,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     output = parser.add_argument_group("output")
     output.add_argument(
         "--output", metavar="FILE", help="write results to FILE (.json or .csv); "
-        "rewritten after each dataset",
+        "rewritten after each model, so an interrupted run keeps what it did",
     )  # fmt: skip
     output.add_argument(
         "--plot", metavar="FILE", help="save test accuracy (95%% interval) vs fit "
@@ -215,6 +226,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         n_jobs=args.n_jobs,
         repeats=args.repeats,
         svc_max_samples=args.svc_max_samples,
+        linear_svc_max_iter=args.linear_svc_max_iter,
         threads=args.threads,
     )
 
@@ -275,76 +287,147 @@ def run_compare(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 1 if a model failed on some dataset, 2 for a user error
-        (message on stderr), 130 if interrupted.
+        0 on success, 1 if a model failed on some dataset or the plot could not
+        be saved, 2 for a user error (message on stderr), 130 if interrupted
+        (Ctrl-C; the results of every finished model are kept in ``--output``).
     """
     out = sys.stdout if stdout is None else stdout
+    results = None
     try:
-        registry = model_registry()
-        if args.list_models or (args.models or "").strip().lower() == "list":
-            print(format_model_list(registry), file=out)
-            return 0
-        if (args.datasets or "").strip().lower() == "list":
-            print("\n".join(_dataset_names(args)), file=out)
-            return 0
-        settings = settings_from_args(args)
-        # Check everything that can fail before a run that may take hours.
-        if args.output is not None:
-            check_output_path(args.output, (".json", ".csv"))
-        if args.plot is not None:
-            check_plot_path(args.plot)
-        specs, notes = resolve_models(args.models, registry)
-        if args.grid:
-            if not args.tune:
-                raise CompareError("--grid only applies with --tune.")
-            specs, grid_notes = apply_grid_options(specs, args.grid, settings)
-            notes += grid_notes
-        datasets = datasets_from_args(args)
+        prepared = _prepare(args, out)
+        if isinstance(prepared, int):
+            return prepared
+        datasets, specs, settings, notes = prepared
+        results = _ResultFile(args, datasets, specs, settings, notes)
+        return _run_and_report(args, out, datasets, specs, settings, notes, results)
     except CompareError as exc:
         print(f"sklmargin compare: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C is how people stop a long run: a clear line, not a traceback.
+        kept = ""
+        if results is not None and results.path is not None:
+            results.finish("interrupted")
+            kept = f"; {len(results.rows)} finished result(s) kept in {results.path}"
+        print(f"\nsklmargin compare: interrupted{kept}", file=sys.stderr)
+        return 130
 
+
+def _prepare(args: argparse.Namespace, out: TextIO):
+    """Check every argument and load the data: the exit code, or what to run."""
+    registry = model_registry()
+    if args.list_models or (args.models or "").strip().lower() == "list":
+        print(format_model_list(registry), file=out)
+        return 0
+    if (args.datasets or "").strip().lower() == "list":
+        print("\n".join(_dataset_names(args)), file=out)
+        return 0
+    settings = settings_from_args(args)
+    # Check everything that can fail before a run that may take hours.
+    if args.output is not None:
+        check_output_path(args.output, (".json", ".csv"))
+    if args.plot is not None:
+        check_plot_path(args.plot)
+    specs, notes = resolve_models(args.models, registry, args.skip)
+    if args.grid:
+        if not args.tune:
+            raise CompareError("--grid only applies with --tune.")
+        specs, grid_notes = apply_grid_options(specs, args.grid, settings)
+        notes += grid_notes
+    datasets = datasets_from_args(args)
     for dataset in datasets:
         notes += [f"{dataset.name}: {note}" for note in dataset.notes]
+    return datasets, specs, settings, notes
+
+
+class _ResultFile:
+    """The rows finished so far and ``--output``, rewritten after each model.
+
+    The file's ``metadata.status`` says whether the run is ``"running"``,
+    ``"interrupted"`` or ``"complete"``, and ``metadata.models_done`` how many
+    of the (dataset, model) pairs it holds.
+    """
+
+    def __init__(self, args, datasets, specs, settings, notes):
+        self.path = args.output
+        self.rows: list[dict[str, Any]] = []
+        self.metadata = {
+            "command": "sklmargin compare",
+            "status": "running",
+            "models_done": 0,
+            "models_total": len(datasets) * len(specs),
+            "arguments": {
+                key: value for key, value in vars(args).items() if not callable(value)
+            },
+            "settings": asdict(settings),
+            "models": [spec.name for spec in specs],
+            "datasets": [dataset.name for dataset in datasets],
+            "notes": notes,
+            "grids": {spec.name: dict(spec.grid) for spec in specs}
+            if args.tune
+            else None,
+            "grid_size_warning": grid_size_note(specs) if args.tune else None,
+            "environment": environment_info(),
+        }
+        self._write()  # a file from the start: even the first model's ^C keeps one
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        self._write()
+
+    def finish(self, status: str) -> None:
+        self.metadata["status"] = status
+        self._write()
+
+    def _write(self) -> None:
+        self.metadata["models_done"] = len(self.rows)
+        if self.path is not None:
+            write_results(self.path, self.rows, self.metadata)
+
+
+def _run_clock(datasets, specs, settings, stream, results) -> RunClock | None:
+    """Estimate the run before it starts (stderr, metadata); None if not worth it."""
+    if stream is None or not wants_estimate(datasets, settings):
+        return None  # quiet (nobody would see it), or a run of seconds
+    estimates, probe_time = probe_estimates(datasets, specs, settings)
+    clock = RunClock(estimates)
+    results.metadata["estimated_seconds"] = clock.total()
+    print(describe_estimate(clock.total(), probe_time), file=stream, flush=True)
+    return clock
+
+
+def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int:
     print(format_preamble(datasets, specs, settings), file=out)
-    for note in notes:
-        print(f"note: {note}", file=out)
-    metadata = {
-        "command": "sklmargin compare",
-        "arguments": {
-            key: value for key, value in vars(args).items() if not callable(value)
-        },
-        "settings": asdict(settings),
-        "models": [spec.name for spec in specs],
-        "datasets": [dataset.name for dataset in datasets],
-        "notes": notes,
-        "grids": {spec.name: dict(spec.grid) for spec in specs} if args.tune else None,
-        "grid_size_warning": grid_size_note(specs) if args.tune else None,
-        "environment": environment_info(),
-    }
-    done_rows: list[dict[str, Any]] = []
+    for line in wrap_lines([f"note: {note}" for note in notes]):
+        print(line, file=out)
+    seen_notes: dict[str, str] = {}  # a note is printed once per run
 
     def report(dataset: Dataset, rows: list) -> None:
-        print("\n" + format_table(dataset, rows, settings.tune), file=out, flush=True)
-        done_rows.extend(rows)
-        if args.output is not None:  # partial results survive a crash or ^C
-            write_results(args.output, done_rows, metadata)
+        table = format_table(dataset, rows, settings.tune, seen_notes=seen_notes)
+        print("\n" + table, file=out, flush=True)
 
-    progress = Progress(len(datasets) * len(specs), None if args.quiet else sys.stderr)
+    stream = None if args.quiet else sys.stderr
+    clock = _run_clock(datasets, specs, settings, stream, results)
+    progress = Progress(len(datasets) * len(specs), stream, clock=clock)
     start = time.perf_counter()
     try:
-        rows = run_comparison(datasets, specs, settings, progress, report)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
+        rows = run_comparison(datasets, specs, settings, progress, report, results.add)
+    finally:  # Ctrl-C included: no heartbeat after the run
+        progress.close()
+    results.finish("complete")
     print(f"\ndone in {format_number(time.perf_counter() - start)} s", file=out)
     if args.output is not None:
         print(f"results written to {args.output}", file=out)
+    code = 0
     if args.plot is not None:
-        plot_results(args.plot, rows, tuned=settings.tune)
-        print(f"plot written to {args.plot}", file=out)
+        try:
+            plot_results(args.plot, rows, tuned=settings.tune)
+            print(f"plot written to {args.plot}", file=out)
+        except (OSError, ValueError) as exc:  # checked up front; the disk may fill
+            print(f"sklmargin compare: cannot save the plot: {exc}", file=sys.stderr)
+            code = 1
     failed = sorted({row["model"] for row in rows if row["status"] == "error"})
     if failed:
         print(f"sklmargin compare: failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    return code

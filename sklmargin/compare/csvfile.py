@@ -3,6 +3,8 @@
 What a data scientist's first file looks like, and what happens to it:
 
 * the delimiter (``,``, ``;``, tab or ``|``) is sniffed from the first 64 KiB;
+* in a ``;``-delimited file (the spreadsheet export of locales that write
+  ``0,49``), columns of decimal-comma numbers are read as numbers, with a note;
 * an identifier column -- unique per row and integer (or text), or named like
   ``id`` / ``*_id`` / ``index`` -- is dropped with a note, since as a feature it
   is noise at best and a leak at worst (``--keep COLS`` keeps it);
@@ -43,6 +45,10 @@ MIN_ROWS_FOR_ID = 20
 #: A numeric label with more distinct non-integer values than this looks like
 #: a regression target.
 MAX_FLOAT_CLASSES = 20
+
+#: A number written with a decimal comma (``0,49``, ``-3,5e-2``), as
+#: spreadsheets of comma-decimal locales export it with ``;`` delimiters.
+_DECIMAL_COMMA = re.compile(r"^[-+]?\d+(,\d+)?([eE][-+]?\d+)?$")
 
 #: ``--one-hot`` refuses text columns with more distinct values than this.
 MAX_ONE_HOT_VALUES = 50
@@ -109,6 +115,8 @@ def load_csv(
     if not body:
         raise CompareError(f"{str(path)!r} has no data rows (only a header).")
     notes = [f"read {len(body)} rows; delimiter {delimiter!r} (sniffed)"]
+    if delimiter == ";":
+        notes += _read_decimal_commas(columns)
     y = _labels(target, columns.pop(target))
     for name in drop:
         columns.pop(name, None)
@@ -196,6 +204,34 @@ def _as_numbers(values: Sequence[str]) -> np.ndarray | None:
         except ValueError:
             return None
     return numbers
+
+
+def _read_decimal_commas(columns: dict) -> list[str]:
+    """Rewrite decimal-comma columns with decimal points (in place); return a note.
+
+    A column qualifies when every value that is not missing is a number with
+    an optional decimal comma and at least one has one; anything else (text,
+    a mix with decimal points) is left as it is.
+    """
+    converted = []
+    for name, values in columns.items():
+        present = [value for value in values if not _is_missing(value)]
+        if (
+            present
+            and any("," in value for value in present)
+            and all(_DECIMAL_COMMA.match(value) for value in present)
+        ):
+            columns[name] = tuple(value.replace(",", ".") for value in values)
+            converted.append(name)
+    if not converted:
+        return []
+    example = next(v for v in columns[converted[0]] if "." in v)
+    shown = ", ".join(map(repr, converted[:5]))
+    more = f" and {len(converted) - 5} more" if len(converted) > 5 else ""
+    return [
+        f"decimal commas read as decimal points in {shown}{more} (e.g. "
+        f"{example.replace('.', ',')!r} -> {float(example):g})"
+    ]
 
 
 def _first_text(values: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ import fnmatch
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -205,7 +205,11 @@ def _logistic_regression(settings: CompareSettings) -> LogisticRegression:
 
 
 def _build_linear_svc(settings: CompareSettings) -> LinearSVC:
-    return LinearSVC(dual="auto", random_state=settings.random_state)
+    return LinearSVC(
+        dual="auto",
+        max_iter=settings.linear_svc_max_iter,
+        random_state=settings.random_state,
+    )
 
 
 def _build_svc(settings: CompareSettings) -> SVC:
@@ -315,8 +319,8 @@ def _our_specs() -> list[ModelSpec]:
     kernel = [
         ModelSpec(
             f"kernel:{margin.name}",
-            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): random features '
-            "(n_components)",
+            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): Nystroem '
+            "features (n_components)",
             functools.partial(_build_kernel, margin.name),
             kernel_grid(margin.search_grid),
             ours=True,
@@ -359,13 +363,16 @@ def model_registry() -> dict[str, ModelSpec]:
 
 
 def resolve_models(
-    requested: str | None, registry: Mapping[str, ModelSpec]
+    requested: str | None,
+    registry: Mapping[str, ModelSpec],
+    skip: str | None = None,
 ) -> tuple[list[ModelSpec], list[str]]:
-    """Turn a ``--models`` value into registry entries.
+    """Turn a ``--models`` value (and a ``--skip`` value) into registry entries.
 
     Names are matched case-insensitively and may be glob patterns
     (``margin:*``). The reference models of the time ratios are added when
-    missing and always come first.
+    missing and always come first, unless ``skip`` names them: the ratios
+    against a skipped reference are then left out.
 
     Parameters
     ----------
@@ -373,6 +380,9 @@ def resolve_models(
         Comma-separated model names; ``None`` for :data:`DEFAULT_MODELS`.
     registry : mapping of str to ModelSpec
         From :func:`model_registry`.
+    skip : str, default=None
+        Comma-separated names or globs to leave out (``--skip``), e.g. a model
+        too slow on the data at hand.
 
     Returns
     -------
@@ -395,15 +405,33 @@ def resolve_models(
         matches = match_model_name(name, registry, "--models")
         resolved += [match for match in matches if match not in resolved]
 
+    skipped: list[str] = []
+    for name in split_list(skip or ""):
+        skipped += [
+            m for m in match_model_name(name, registry, "--skip") if m not in skipped
+        ]
+    references = [name for name in REFERENCE_MODELS if name not in skipped]
     notes = []
-    added = [name for name in REFERENCE_MODELS if name not in resolved]
+    added = [name for name in references if name not in resolved]
     if added:
         notes.append(
             f"added {', '.join(added)}: the time ratios are measured against them "
             "in the same run."
         )
+    left_out = [
+        name for name in skipped if name in resolved or name in REFERENCE_MODELS
+    ]
+    if left_out:
+        no_ratio = [name for name in REFERENCE_MODELS if name in skipped]
+        ratios = f"; no time ratios against {', '.join(no_ratio)}" if no_ratio else ""
+        notes.append(f"--skip: left out {', '.join(left_out)}{ratios}.")
     # References first, in a fixed order: every table then starts the same way.
-    resolved = [*REFERENCE_MODELS, *(n for n in resolved if n not in REFERENCE_MODELS)]
+    resolved = [
+        *references,
+        *(n for n in resolved if n not in REFERENCE_MODELS and n not in skipped),
+    ]
+    if not resolved:
+        raise CompareError("--skip leaves no model to run.")
     return [registry[name] for name in resolved], notes
 
 
@@ -455,94 +483,3 @@ def format_model_list(registry: Mapping[str, ModelSpec]) -> str:
         lines.append(f" {mark} {name:<{width}}  {spec.description}")
         lines.append(f"   {'':<{width}}    grid: {grid}")
     return "\n".join(lines)
-
-
-def parse_grid_option(text: str) -> tuple[str, str, list]:
-    """Split one ``--grid MODEL.PARAM=V1,V2,...`` value.
-
-    ``MODEL`` is a model name or glob (``margin:*``), ``PARAM`` a parameter of
-    its classifier (or ``gamma/scale``); values are integers, floats or words.
-
-    Raises
-    ------
-    CompareError
-        If the value does not have that form.
-    """
-    target, sep, values_text = text.partition("=")
-    model, dot, param = target.strip().partition(".")
-    values = [_grid_value(part) for part in split_list(values_text)]
-    if not (sep and dot and model and param and values):
-        raise CompareError(
-            f"--grid: expected MODEL.PARAM=V1,V2,... (e.g. "
-            f"'margin:am-softmax.s=30,100,300'), got {text!r}."
-        )
-    return model, param.strip(), values
-
-
-def _grid_value(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def apply_grid_options(
-    specs: Sequence[ModelSpec], options: Sequence[str], settings: CompareSettings
-) -> tuple[list[ModelSpec], list[str]]:
-    """Replace (or add) grid values of the selected models, ``--grid`` by ``--grid``.
-
-    Parameters
-    ----------
-    specs : sequence of ModelSpec
-        The models of the run.
-    options : sequence of str
-        ``MODEL.PARAM=V1,V2,...`` values (see :func:`parse_grid_option`).
-    settings : CompareSettings
-        To build each classifier once and check that it has ``PARAM``.
-
-    Returns
-    -------
-    specs : list of ModelSpec
-        The models with their new grids.
-    notes : list of str
-        One note per changed grid.
-
-    Raises
-    ------
-    CompareError
-        If a model is not in the run or has no such parameter.
-    """
-    specs = list(specs)
-    by_name = {spec.name: spec for spec in specs}
-    notes = []
-    for option in options:
-        pattern, param, values = parse_grid_option(option)
-        for name in match_model_name(pattern, by_name, "--grid"):
-            spec = by_name[name]
-            estimator = spec.build(settings)
-            prefix = spec.classifier_path
-            known = {
-                key[len(prefix) :]
-                for key in estimator.get_params(deep=True)
-                if key.startswith(prefix) and "__" not in key[len(prefix) :]
-            }
-            if "gamma" in known:
-                known.add(RELATIVE_GAMMA)
-            if param not in known:
-                raise CompareError(
-                    f"--grid: {name} has no parameter {param!r}; its grid: "
-                    f"{', '.join(spec.grid)}; others: {', '.join(sorted(known))}."
-                )
-            grid = dict(spec.grid)
-            if param == RELATIVE_GAMMA:
-                grid.pop("gamma", None)
-            elif param == "gamma":
-                grid.pop(RELATIVE_GAMMA, None)
-            grid[param] = values
-            by_name[name] = replace(spec, grid=grid)
-            notes.append(
-                f"--grid: {name} {param} in {values} ({grid_size(grid)} grid points)"
-            )
-    return [by_name[spec.name] for spec in specs], notes

@@ -425,6 +425,9 @@ def evaluate_model(
         if settings.tune:
             on_fit = None
             if progress is not None:
+                # Parallel workers report nothing until the search ends.
+                serial = settings.n_jobs in (1, None)
+                progress.stage("CV fit" if serial else "parallel grid search")
                 detail = f" ({grid_size(spec.grid)} grid points x {settings.cv} folds)"
 
                 def on_fit(done, total):
@@ -440,6 +443,8 @@ def evaluate_model(
                 tune_time=tuned.tune_time,
             )
             row["notes"].extend(tuned.notes)
+        if progress is not None:
+            progress.stage("final fit" if settings.tune else "fit")
         with _recorded_warnings() as caught:
             prediction, fit_time, predict_time = time_fit_predict(
                 pipeline,
@@ -462,7 +467,10 @@ def evaluate_model(
         )
     except Exception as exc:  # reported in the row; the run goes on
         row.update(status="error")
-        row["notes"].append(f"error: {type(exc).__name__}: {exc}")
+        # First line only: GridSearchCV's "All the fits failed" carries every
+        # traceback, which would fill the table.
+        message = next((line for line in str(exc).splitlines() if line.strip()), "")
+        row["notes"].append(f"error: {type(exc).__name__}: {_shorten(message, 200)}")
     return row
 
 
@@ -493,6 +501,7 @@ def run_comparison(
     settings: CompareSettings,
     progress: Progress | None = None,
     on_dataset_done: Callable[[Dataset, list], None] | None = None,
+    on_model_done: Callable[[dict], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate every model on every dataset.
 
@@ -508,7 +517,11 @@ def run_comparison(
         Progress reporter; ``None`` for silence.
     on_dataset_done : callable, default=None
         Called as ``on_dataset_done(dataset, rows)`` after each dataset, e.g. to
-        print its table and save partial results of a long run.
+        print its table.
+    on_model_done : callable, default=None
+        Called as ``on_model_done(row)`` after each model, its time ratios
+        filled in (the reference models run first), e.g. to save the results
+        so far: an interrupted run keeps every model it finished.
 
     Returns
     -------
@@ -522,13 +535,16 @@ def run_comparison(
     gc.collect()
     gc.freeze()
     try:
-        _run(datasets, specs, settings, progress, on_dataset_done, all_rows)
+        _run(datasets, specs, settings, progress, all_rows, on_dataset_done,
+             on_model_done)  # fmt: skip
     finally:
         gc.unfreeze()
     return all_rows
 
 
-def _run(datasets, specs, settings, progress, on_dataset_done, all_rows) -> None:
+def _run(
+    datasets, specs, settings, progress, all_rows, on_dataset_done, on_model_done
+) -> None:
     # limits=None leaves every thread pool as it is.
     with threadpool_limits(limits=settings.threads):
         for index, dataset in enumerate(datasets):
@@ -542,7 +558,9 @@ def _run(datasets, specs, settings, progress, on_dataset_done, all_rows) -> None
                 if progress is not None:
                     progress.done(row)
                 rows.append(row)
-            add_ratios(rows)
-            all_rows.extend(rows)
+                all_rows.append(row)
+                add_ratios(rows)
+                if on_model_done is not None:
+                    on_model_done(row)
             if on_dataset_done is not None:
                 on_dataset_done(dataset, rows)

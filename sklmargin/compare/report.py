@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import math
 import os
 import platform
+import re
+import shutil
+import tempfile
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,16 @@ from .settings import (
 )
 
 _SHORT_REFERENCE_NAMES = {"LinearSVC": "LinSVC", "LogisticRegression": "LogReg"}
+
+#: Line width when the output is not a terminal.
+DEFAULT_WIDTH = 100
+
+#: How :func:`short_model_name` shortens, in order.
+_SHORT_NAME_PARTS = (
+    ("+LogisticRegression", "+LR"),
+    ("LogisticRegression", "LogReg"),
+    ("HistGradientBoosting", "HGB"),
+)
 
 
 def _format_percent(value: float | None) -> str:
@@ -75,10 +87,100 @@ def align_columns(header: Sequence[str], lines: Sequence[Sequence[str]]) -> list
     return [render(header), rule] + [render(cells) for cells in lines]
 
 
+def terminal_width() -> int:
+    """Columns of the terminal (``COLUMNS`` first); 100 when there is none."""
+    return max(60, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def short_model_name(model: str) -> str:
+    """Return a model's short name for tables and point labels (never ambiguous)."""
+    for long, short in _SHORT_NAME_PARTS:
+        model = model.replace(long, short)
+    return model
+
+
+def _fit_columns(
+    header: Sequence[str],
+    lines: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[int]],
+    width: int,
+) -> list[str]:
+    """Align the columns; split them into blocks of whole groups if too wide.
+
+    Every block repeats the first column (the model). A group (e.g. the two
+    fit ratios) stays together unless it alone is wider than ``width``.
+    """
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    blocks: list[list[int]] = [[0]]
+    used = widths[0]
+    for group in groups:
+        extra = sum(2 + widths[i] for i in group)
+        if len(blocks[-1]) > 1 and used + extra > width:
+            blocks.append([0])
+            used = widths[0]
+        for i in group:  # a group wider than a line is split column by column
+            if len(blocks[-1]) > 1 and used + 2 + widths[i] > width:
+                blocks.append([0])
+                used = widths[0]
+            blocks[-1].append(i)
+            used += 2 + widths[i]
+    text: list[str] = []
+    for block in blocks:
+        if text:
+            text.append("")
+        text += align_columns(
+            [header[i] for i in block], [[line[i] for i in block] for line in lines]
+        )
+    return text
+
+
+def _table_cells(rows, tuned, references, short_names):
+    header = ["model", "acc %", "95% CI", "fit s", "predict s"]
+    groups = [[1, 2], [3, 4]]
+    for kind in ("fit", "pred"):
+        groups.append(list(range(len(header), len(header) + len(references))))
+        header += [f"{kind}/{_SHORT_REFERENCE_NAMES[ref]}" for ref in references]
+    if tuned:
+        groups += [[len(header), len(header) + 1], [len(header) + 2]]
+        header += ["cv acc %", "tune s", "best params"]
+    lines = []
+    for row in rows:
+        accuracy = _format_percent(row["accuracy"]) if row["status"] == "ok" else None
+        cells = [
+            short_model_name(row["model"]) if short_names else row["model"],
+            accuracy or row["status"],
+            _format_interval(row),
+            format_number(row["fit_time"]),
+            format_number(row["predict_time"]),
+        ]
+        for kind in ("fit", "predict"):
+            cells += [
+                format_number(row[f"{kind}_ratio_vs_{reference}"])
+                for reference in references
+            ]
+        if tuned:
+            cells += [
+                _format_percent(row["cv_accuracy"]),
+                format_number(row["tune_time"]),
+                _format_params(row["best_params"]),
+            ]
+        lines.append(cells)
+    return header, groups, lines
+
+
 def format_table(
-    dataset: Dataset, rows: Sequence[Mapping[str, Any]], tuned: bool
+    dataset: Dataset,
+    rows: Sequence[Mapping[str, Any]],
+    tuned: bool,
+    width: int | None = None,
+    seen_notes: dict[str, str] | None = None,
 ) -> str:
     """Return the text block of one dataset: sizes, a table, then notes.
+
+    The block fits ``width`` columns: model names are shortened
+    (:func:`short_model_name`) if the full ones do not fit, then the columns
+    are split into several tables, each starting with the model; notes are
+    wrapped. A note shared by several models is printed once, naming them.
 
     Parameters
     ----------
@@ -89,45 +191,65 @@ def format_table(
     tuned : bool
         Whether to show the tuning columns (CV accuracy, tuning time, best
         parameters).
+    width : int, default=None
+        Line width; ``None`` for the terminal's (:func:`terminal_width`).
+    seen_notes : dict, default=None
+        Notes printed for earlier datasets of the run, text to dataset name;
+        updated. A note printed before is only referred to, so a warning that
+        every model and every dataset raises is printed once per run.
 
     Returns
     -------
     str
         The block.
     """
-    header = ["model", "acc %", "95% CI", "fit s", "predict s"]
-    for kind in ("fit", "pred"):
-        header += [f"{kind}/{short}" for short in _SHORT_REFERENCE_NAMES.values()]
-    if tuned:
-        header += ["cv acc %", "tune s", "best params"]
-    lines = []
-    for row in rows:
-        accuracy = _format_percent(row["accuracy"]) if row["status"] == "ok" else None
-        cells = [
-            row["model"],
-            accuracy or row["status"],
-            _format_interval(row),
-            format_number(row["fit_time"]),
-            format_number(row["predict_time"]),
-        ]
-        for kind in ("fit", "predict"):
-            cells += [
-                format_number(row[f"{kind}_ratio_vs_{reference}"])
-                for reference in _SHORT_REFERENCE_NAMES
-            ]
-        if tuned:
-            cells += [
-                _format_percent(row["cv_accuracy"]),
-                format_number(row["tune_time"]),
-                _format_params(row["best_params"]),
-            ]
-        lines.append(cells)
+    width = terminal_width() if width is None else width
+    # Time ratios against a reference that is not in the run (--skip) are
+    # empty columns: left out.
+    present = {row["model"] for row in rows}
+    references = [ref for ref in _SHORT_REFERENCE_NAMES if ref in present]
+    header, groups, lines = _table_cells(rows, tuned, references, short_names=False)
+    if max(map(len, align_columns(header, lines))) > width:
+        header, groups, lines = _table_cells(rows, tuned, references, short_names=True)
+    table = _fit_columns(header, lines, groups, width)
     title = (
         f"== {dataset.name}: n_train={dataset.n_train}, n_test={dataset.n_test}, "
         f"n_features={dataset.n_features}, n_classes={dataset.n_classes}"
     )
-    notes = [f"  * {row['model']}: {note}" for row in rows for note in row["notes"]]
-    return "\n".join([title, *align_columns(header, lines), *notes])
+    notes = _grouped_notes(rows, dataset.name, seen_notes)
+    wrapper = textwrap.TextWrapper(
+        width=width,
+        initial_indent="  * ",
+        subsequent_indent="    ",
+        # keep --grid 'model.param=values' hints whole, ready to copy
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    wrapped = [line for note in notes for line in _wrap(wrapper, note)]
+    return "\n".join([*textwrap.wrap(title, width), *table, *wrapped])
+
+
+def _grouped_notes(rows, dataset: str, seen: dict[str, str] | None) -> list[str]:
+    """One line per distinct note, naming the models that share it."""
+    models: dict[str, list[str]] = {}
+    for row in rows:
+        for note in row["notes"]:
+            models.setdefault(note, []).append(row["model"])
+    seen = {} if seen is None else seen
+    lines = []
+    for note, names in models.items():
+        if len(names) == len(rows) > 1:
+            who = f"every model ({len(names)})"
+        else:
+            who = ", ".join(names)
+        if note in seen:  # "tuning: UserWarning (x3)", not the whole message again
+            kind = ": ".join(note.split(": ")[:2])
+            kind = kind if len(kind) <= 60 else kind[:57].rstrip() + "..."
+            lines.append(f"{who}: the same note as on {seen[note]} ({kind})")
+        else:
+            seen[note] = dataset
+            lines.append(f"{who}: {note}")
+    return lines
 
 
 def _describe_threads(limit: int | None) -> str:
@@ -141,19 +263,26 @@ def format_preamble(
     datasets: Sequence[Dataset],
     specs: Sequence[ModelSpec],
     settings: CompareSettings,
+    width: int | None = None,
 ) -> str:
-    """Return the lines printed before the tables: the protocol of this run."""
+    """Return the lines printed before the tables: the protocol of this run.
+
+    Each statement is wrapped to ``width`` columns (the terminal's by default).
+    """
     n_runs = f"median of {settings.repeats} runs" if settings.repeats > 1 else "1 run"
     lines = [
         f"sklmargin compare: {len(datasets)} dataset(s) x {len(specs)} model(s); "
         "each model is Pipeline(StandardScaler, model) fitted on the training "
         "split, scored once on the test split",
         f"times in seconds ({n_runs}); ratios = time / time of LinearSVC (LinSVC) "
-        "or LogisticRegression (LogReg) on the same dataset in this run",
+        "or LogisticRegression (LogReg) on the same dataset in this run; tables "
+        "too wide for the terminal shorten names (HGB = HistGradientBoosting, "
+        "+LR = +LogisticRegression)",
         f"tolerance: LogisticRegression (lbfgs) and sklmargin estimators both use "
         f"tol={settings.tol:g} (L-BFGS gradient tolerance) and "
-        f"max_iter={settings.max_iter}; LinearSVC (dual='auto') and SVC use "
-        "scikit-learn's defaults",
+        f"max_iter={settings.max_iter}; LinearSVC (dual='auto', "
+        f"max_iter={settings.linear_svc_max_iter}) and SVC use scikit-learn's "
+        "default tolerances",
         f"kernel features: n_components={settings.n_components} for "
         "RBFSampler/Nystroem+LogisticRegression and kernel:*, RBF gamma='scale'; "
         f"random_state={settings.random_state} everywhere; "
@@ -176,7 +305,26 @@ def format_preamble(
             lines.append(f"WARNING: {note}")
     else:
         lines.append("tuning: off (default hyper-parameters; --tune to tune)")
-    return "\n".join(lines)
+    return "\n".join(wrap_lines(lines, width))
+
+
+def wrap_lines(lines: Sequence[str], width: int | None = None) -> list[str]:
+    """Wrap each line to ``width`` columns, continuations indented by two."""
+    width = terminal_width() if width is None else width
+    wrapper = textwrap.TextWrapper(
+        width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+    return [part for line in lines for part in _wrap(wrapper, line)]
+
+
+#: An option and its value ("--keep rownum", "--grid 'm.s=1,2'"): one word
+#: for the wrapper, so that a hint is never split across lines.
+_OPTION_AND_VALUE = re.compile(r"(?<![\w-])(--[\w-]+) (?=\S)")
+
+
+def _wrap(wrapper: textwrap.TextWrapper, text: str) -> list[str]:
+    glued = _OPTION_AND_VALUE.sub(lambda match: match.group(1) + "\0", text)
+    return [line.replace("\0", " ") for line in wrapper.wrap(glued)]
 
 
 def environment_info() -> dict[str, Any]:
@@ -203,11 +351,16 @@ def check_output_path(
 ) -> None:
     """Fail early (before a long run) if results could not be written to ``path``.
 
+    The file is opened for appending (and removed again if it did not exist)
+    and a scratch file is created beside it, as the atomic rewrites of
+    :func:`write_results` do: a read-only folder or a directory in the way is
+    found now, not after hours of fitting.
+
     Raises
     ------
     CompareError
-        If the suffix is not one of ``suffixes`` or the folder does not exist;
-        the message starts with ``option``.
+        If the suffix is not one of ``suffixes``, the folder does not exist or
+        the file cannot be written; the message starts with ``option``.
     """
     path = Path(path)
     if path.suffix.lower() not in suffixes:
@@ -217,6 +370,47 @@ def check_output_path(
         )
     if not path.parent.is_dir():
         raise CompareError(f"{option}: folder {str(path.parent)!r} does not exist.")
+    existed = path.exists()
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise CompareError(f"{option}: cannot write {str(path)!r}: {reason}.") from exc
+    finally:
+        if not existed and path.is_file():
+            path.unlink()
+
+
+def _replace_atomically(path: Path, write) -> None:
+    """Write a new file beside ``path`` with ``write(handle)``, then rename it.
+
+    A reader, or a run interrupted mid-write, sees the old file or the new one,
+    never half of one.
+    """
+    handle = tempfile.NamedTemporaryFile(
+        "w",
+        dir=path.parent,
+        prefix=f".{path.name}.",
+        suffix=".tmp",
+        delete=False,
+        newline="",
+        encoding="utf-8",
+    )
+    try:
+        with handle:
+            write(handle)
+        # A scratch file is private (0600); the result gets the mode a plain
+        # open() would have given it.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(handle.name, 0o666 & ~umask)
+        os.replace(handle.name, path)
+    except BaseException:  # KeyboardInterrupt too: leave no scratch file behind
+        Path(handle.name).unlink(missing_ok=True)
+        raise
 
 
 def write_results(
@@ -240,13 +434,16 @@ def write_results(
         Settings and environment (JSON only).
     """
     path = Path(path)
-    check_output_path(path, (".json", ".csv"))
+    if path.suffix.lower() not in (".json", ".csv"):
+        raise CompareError(f"cannot tell the format of {str(path)!r}: .json or .csv")
     plain_rows = [plain({key: row.get(key) for key in ROW_FIELDS}) for row in rows]
     if path.suffix.lower() == ".json":
         document = {"metadata": plain(dict(metadata or {})), "results": plain_rows}
-        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        text = json.dumps(document, indent=2) + "\n"
+        _replace_atomically(path, lambda handle: handle.write(text))
         return
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+
+    def write_csv(handle):
         writer = csv.DictWriter(handle, fieldnames=ROW_FIELDS)
         writer.writeheader()
         for row in plain_rows:
@@ -260,131 +457,4 @@ def write_results(
                 }
             )
 
-
-def check_plotting() -> None:
-    """Raise a :class:`CompareError` telling how to install matplotlib if missing."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise CompareError(
-            "--plot needs matplotlib: pip install sklmargin[plot] "
-            "(or pip install matplotlib)."
-        )
-
-
-def check_plot_path(path: str | os.PathLike) -> None:
-    """Fail before the run if the plot could not be saved to ``path``.
-
-    Raises
-    ------
-    CompareError
-        If matplotlib is missing, the extension is not an image format
-        matplotlib can write, or the folder does not exist.
-    """
-    check_plotting()
-    from matplotlib.figure import Figure
-
-    formats = sorted(Figure().canvas.get_supported_filetypes())
-    check_output_path(path, [f".{fmt}" for fmt in formats], option="--plot")
-
-
-def plot_results(
-    path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], tuned: bool = False
-) -> None:
-    """Save test accuracy (95% interval as error bars) against time, per dataset.
-
-    The time axis (log scale) is the tuning time when ``tuned`` -- what a grid
-    search costs -- else the fit time. Every point is labelled with its model;
-    the legend sits below the panels, clear of titles and data.
-
-    Parameters
-    ----------
-    path : path-like
-        Image file; its extension picks the format (png, pdf, svg, ...).
-    rows : sequence of dict
-        From :func:`run_comparison`; rows that did not run are left out.
-    tuned : bool, default=False
-        Plot the tuning time instead of the fit time.
-    """
-    check_plotting()
-    # Figure without pyplot: no GUI backend, no global state, safe in scripts.
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    time_key = "tune_time" if tuned else "fit_time"
-    ran = [row for row in rows if row["status"] == "ok" and row.get(time_key)]
-    datasets = list(dict.fromkeys(row["dataset"] for row in rows))
-    models = list(dict.fromkeys(row["model"] for row in ran))
-    # One colour and marker per model across all panels.
-    style = {
-        model: {
-            "color": f"C{i % 10}",
-            "marker": "o" if model.startswith(("margin:", "kernel:")) else "s",
-        }
-        for i, model in enumerate(models)
-    }
-    n_cols = min(3, max(1, len(datasets)))
-    n_rows = math.ceil(len(datasets) / n_cols)
-    fig = Figure(figsize=(5.2 * n_cols, 4.2 * n_rows + 1.2), layout="constrained")
-    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
-    for ax, dataset in zip(axes[: len(datasets)], datasets, strict=True):
-        for row in (r for r in ran if r["dataset"] == dataset):
-            accuracy = 100 * row["accuracy"]
-            low = 100 * (row.get("accuracy_ci_low") or row["accuracy"])
-            high = 100 * (row.get("accuracy_ci_high") or row["accuracy"])
-            ax.errorbar(
-                row[time_key],
-                accuracy,
-                # clipped: rounding can put the interval a hair inside the point
-                yerr=[[max(0.0, accuracy - low)], [max(0.0, high - accuracy)]],
-                linestyle="none",
-                markersize=6,
-                capsize=2,
-                elinewidth=0.8,
-                alpha=0.85,
-                **style[row["model"]],
-            )
-            ax.annotate(
-                _short_model_name(row["model"]),
-                (row[time_key], accuracy),
-                xytext=(4, 3),
-                textcoords="offset points",
-                fontsize=7,
-                color=style[row["model"]]["color"],
-            )
-        ax.set_xscale("log")
-        # Ticks at 1, 2, 5 x 10^k in plain numbers: runs often span < 1 decade.
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(dataset)
-        ax.set_xlabel("tuning time [s]" if tuned else "fit time [s]")
-        ax.set_ylabel("test accuracy [%] (95% interval)")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.margins(x=0.15)  # room for the labels of the right-most points
-    for ax in axes[len(datasets) :]:
-        ax.set_visible(False)
-    handles = [
-        axes[0].errorbar([], [], linestyle="none", label=model, **style[model])
-        for model in models
-    ]
-    fig.legend(
-        handles=handles,
-        loc="outside lower center",
-        ncols=min(4, max(1, len(models))),
-        fontsize="small",
-        frameon=False,
-    )
-    what = "grid-search time" if tuned else "fit time"
-    fig.suptitle(
-        f"test accuracy vs {what} (squares: scikit-learn, circles: sklmargin; "
-        "bars: Wilson 95% interval)"
-    )
-    fig.savefig(path, dpi=120)
-
-
-def _short_model_name(model: str) -> str:
-    """Point labels: shorter than the legend's names, still unambiguous."""
-    return (
-        model.replace("+LogisticRegression", "+LR")
-        .replace("LogisticRegression", "LogReg")
-        .replace("HistGradientBoosting", "HGB")
-    )
+    _replace_atomically(path, write_csv)

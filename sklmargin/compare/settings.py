@@ -72,6 +72,11 @@ class CompareSettings:
     svc_max_samples : int, default=20000
         Models whose cost grows superlinearly with ``n_train`` (SVC) are skipped
         above this many training samples.
+    linear_svc_max_iter : int, default=1000
+        ``max_iter`` of LinearSVC (liblinear's iteration limit; 1000 is
+        scikit-learn's default). On wide data that does not converge, LinearSVC
+        runs to this limit in every fit of a grid search: a lower value caps
+        its time (its rows then note a ConvergenceWarning).
     threads : int or None, default=1
         Limit of the BLAS/OpenMP thread pools during the run; ``None`` keeps the
         libraries' defaults. One thread by default: LinearSVC and SVC
@@ -89,6 +94,7 @@ class CompareSettings:
     n_jobs: int | None = 1
     repeats: int = 1
     svc_max_samples: int = 20000
+    linear_svc_max_iter: int = 1000
     threads: int | None = 1
 
 
