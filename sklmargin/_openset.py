@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import check_cv
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -366,7 +366,7 @@ class OpenSetClassifier(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        inner = self.estimator.__sklearn_tags__()
+        inner = get_tags(self.estimator)
         tags.input_tags.sparse = inner.input_tags.sparse
         tags.input_tags.allow_nan = inner.input_tags.allow_nan
         return tags
