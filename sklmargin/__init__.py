@@ -10,6 +10,7 @@ from ._margins import LOSS_NAMES
 from ._nystroem import NystroemFeatures
 from ._objective import margin_softmax_loss
 from ._onnx import register_onnx_converters, to_onnx
+from ._openset import OpenSetClassifier
 from ._skops import skops_trusted_types
 
 try:
@@ -24,6 +25,7 @@ __all__ = [
     "MarginSoftmaxClassifier",
     "MarginSoftmaxClassifierCV",
     "NystroemFeatures",
+    "OpenSetClassifier",
     "RandomFourierFeatures",
     "margin_softmax_loss",
     "register_onnx_converters",

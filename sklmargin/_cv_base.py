@@ -35,6 +35,7 @@ from ._cv_path import fit_fold, full_class_logits
 from ._doc_link import DocLinkMixin
 from ._estimators import MarginSoftmaxClassifier
 from ._margins import get_margin
+from ._openset_scores import CVOpenSetScoreMixin
 from ._validation import check_weights
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
@@ -174,7 +175,9 @@ def _check_folds(folds, y_encoded, classes, sample_weight, name):
     return scored
 
 
-class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
+class _BaseMarginSoftmaxCV(
+    DocLinkMixin, CVOpenSetScoreMixin, ClassifierMixin, BaseEstimator
+):
     """Path, folds, selection and temperature shared by the two CV estimators.
 
     Subclasses define ``_estimator_class``, ``_estimator_params`` (the names

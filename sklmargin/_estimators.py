@@ -25,6 +25,7 @@ from ._objective import (
     checked_logit_scale,
     margin_free_logits,
 )
+from ._openset_scores import OpenSetScoreMixin
 from ._rows import lift_constant, prepare_rows, row_norms
 from ._solver import fit_continuation, lambda_schedule, warn_if_not_converged
 from ._start import (
@@ -40,7 +41,9 @@ from ._validation import check_sample_and_class_weight
 _COLLAPSE_RATIO = 1e-8
 
 
-class BaseMarginSoftmax(DocLinkMixin, ClassifierMixin, BaseEstimator):
+class BaseMarginSoftmax(
+    DocLinkMixin, OpenSetScoreMixin, ClassifierMixin, BaseEstimator
+):
     """Shared fit/predict of the linear and the kernel estimator.
 
     Subclasses override :meth:`_fit_feature_map` and :meth:`_map_features` to

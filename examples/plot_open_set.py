@@ -1,0 +1,130 @@
+"""
+Open-set recognition: rejecting digits never seen in training
+==============================================================
+
+A classifier trained on digits 0-5 has to call a 7 something: its
+``predict`` can only answer one of the classes it knows.
+:class:`~sklmargin.OpenSetClassifier` adds the answer "none of them": it
+thresholds the estimator's ``score_samples``, set so that 5% of the known
+classes' rows would be rejected (measured on out-of-fold scores), and predicts
+``-1`` below it.
+
+The score of :class:`~sklmargin.KernelMarginSoftmaxClassifier` is
+
+.. math::
+
+    \\operatorname{score}(x) = -\\gamma \\min_c \\lVert x - c \\rVert^2
+    + \\log \\max_j \\operatorname{softmax}\\big(z(x) / T\\big)_j ,
+
+the log-kernel to the nearest Nyström centre (a centre is a training row of a
+known class) plus the log of the largest class probability at a temperature
+:math:`T = s / 30` -- *close to the data* and *sure of one class*. This example
+fits it on half of the digits 0-5 and scores the other half together with all
+the 6-9s, which it has never seen.
+"""
+
+# %%
+# Fit on the known digits
+# -----------------------
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score, roc_curve
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklmargin import KernelMarginSoftmaxClassifier, OpenSetClassifier
+
+X, y = load_digits(return_X_y=True)
+known = y <= 5
+X_train, X_known_test, y_train, y_known_test = train_test_split(
+    X[known], y[known], test_size=0.5, random_state=0, stratify=y[known]
+)
+X_unknown, y_unknown = X[~known], y[~known]
+
+model = make_pipeline(
+    StandardScaler(),
+    OpenSetClassifier(
+        KernelMarginSoftmaxClassifier(n_components=500, random_state=0),
+        target_rejection=0.05,
+    ),
+)
+model.fit(X_train, y_train)
+open_set = model[-1]
+print(f"threshold = {open_set.threshold_:.3f}, classes = {open_set.classes_}")
+
+# %%
+# What it predicts
+# ----------------
+# About 5% of the known test digits are rejected, as asked, and those it keeps
+# are almost all right. Most unseen digits are rejected too; an unseen digit
+# that is not gets the known class it resembles most (in this run, the 9s it
+# keeps are mostly called 5 or 3, the 8s 1, 3 or 2).
+known_predicted = model.predict(X_known_test)
+unknown_predicted = model.predict(X_unknown)
+accepted = known_predicted != -1
+print(f"known digits rejected:  {np.mean(~accepted):.1%}")
+print(
+    "known digits accepted and correct: "
+    f"{np.mean(known_predicted[accepted] == y_known_test[accepted]):.1%}"
+)
+for digit in range(6, 10):
+    rows = unknown_predicted[y_unknown == digit]
+    print(f"unseen {digit}: rejected {np.mean(rows == -1):.1%}")
+
+# %%
+# Scores of known and unseen digits, and ROC curves
+# -------------------------------------------------
+# Left: the score of every test row and the threshold (negated, on a log
+# scale). Right: how well each
+# score separates known from unseen digits at every threshold, against the
+# maximum softmax probability (Hendrycks and Gimpel 2017) of the same model
+# and of a logistic regression.
+score_known = model.score_samples(X_known_test)
+score_unknown = model.score_samples(X_unknown)
+
+kernel = make_pipeline(model[0], open_set.estimator_)  # the refitted model inside
+logistic = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+logistic.fit(X_train, y_train)
+X_test = np.vstack([X_known_test, X_unknown])
+is_known = np.r_[np.ones(len(X_known_test)), np.zeros(len(X_unknown))]
+scores = {
+    "score_samples (kernel)": np.r_[score_known, score_unknown],
+    "max probability (kernel)": kernel.predict_proba(X_test).max(axis=1),
+    "max probability (LogisticRegression)": logistic.predict_proba(X_test).max(axis=1),
+}
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+# -score spans four decades (most known digits score -0.03 to -1, the
+# farthest unseen ones below -100): a log axis, typical rows on the left.
+floor = 1e-2
+bins = np.geomspace(floor, max(-score_unknown.min(), -score_known.min()), 40)
+left.hist(np.maximum(-score_known, floor), bins=bins, alpha=0.6, label="known 0-5")
+left.hist(np.maximum(-score_unknown, floor), bins=bins, alpha=0.6, label="unseen 6-9")
+left.axvline(-open_set.threshold_, color="k", linestyle="--", label="threshold")
+left.set_xscale("log")
+left.set_xlabel(f"-score_samples (values below {floor:g} drawn at {floor:g})")
+left.set_ylabel("test rows")
+left.set_title("Rejected right of the threshold")
+left.legend()
+for name, score in scores.items():
+    fpr, tpr, _ = roc_curve(is_known, score)
+    auroc = roc_auc_score(is_known, score)
+    right.plot(fpr, tpr, label=f"{name}: AUROC {auroc:.3f}")
+    print(f"AUROC {name}: {auroc:.3f}")
+right.plot([0, 1], [0, 1], color="0.7", linewidth=0.8)
+right.set_xlabel("unseen digits accepted (false positive rate)")
+right.set_ylabel("known digits accepted (true positive rate)")
+right.set_title("Known against unseen digits")
+right.legend(loc="lower right")
+fig.tight_layout()
+plt.show()
+
+# %%
+# On the shared benchmark data sets the same score reaches a higher mean AUROC
+# than the maximum probability of every baseline measured; see the
+# :doc:`open-set page </openset>` for the numbers and for where it does not
+# help (the linear estimator has no distance term, so its score is the
+# tempered maximum probability alone).
