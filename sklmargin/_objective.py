@@ -530,43 +530,6 @@ class LinearMarginObjective:
             largest = max(largest, float(np.max(np.abs(grad_intercept), initial=0.0)))
         return largest
 
-    def intercept_problem(self, params):
-        """Return the objective as a function of the bias, prototypes held fixed.
-
-        One forward GEMM; each evaluation then costs ``O(n_samples n_classes)``
-        (:func:`sklmargin._start.optimal_intercept` solves it for the cold
-        start).
-
-        Returns
-        -------
-        callable
-            ``f(b) -> (value, gradient)`` over the ``n_classes`` biases.
-        """
-        cos, scale, _, _ = self._forward(params)
-        # In float64 whatever the rows' dtype (n x K numbers, cheap): a float32
-        # bias problem stops on its round-off, and float32 and float64 fits
-        # would then start apart and end apart (iris ArcFace: 0.06 in coef_).
-        cos = cos.astype(np.float64)
-        scale = np.asarray(scale, dtype=np.float64)
-        penalty = self._penalty(params)
-
-        def value_and_gradient(intercept):
-            result = pointwise_loss_gradient(
-                cos.copy(),  # it writes its logits into the array it is given
-                self.y,
-                self.margin,
-                self.m,
-                scale,
-                lam=self.lam,
-                intercept=intercept,
-                sample_weight=self.sw,
-                state=self.state,
-                overwrite_cos=True,
-            )
-            return result.loss + penalty, result.grad_intercept
-
-        return value_and_gradient
-
     def value_and_state(self, params):
         """Exact objective at ``params`` and the non-target state there.
 
