@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._cv_base import _BaseMarginSoftmaxCV, _check_C, _valid_values
+import numpy as np
+
+from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
 from ._estimators import MarginSoftmaxClassifier
 from ._kernel import KernelMarginSoftmaxClassifier
 
@@ -333,10 +335,18 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
 
 
 def _check_gamma(gamma):
+    """Return a valid RBF width of the ``gammas`` grid: "scale" or a float > 0."""
     if isinstance(gamma, str):
-        if gamma != "scale":
-            raise ValueError(
-                f'gamma must be "scale" or a positive float; got {gamma!r}.'
-            )
-        return gamma
-    return _check_C(gamma)
+        if gamma == "scale":
+            return gamma
+    else:
+        try:
+            value = float(gamma)
+        except (TypeError, ValueError):
+            value = np.nan
+        if np.isfinite(value) and value > 0:
+            return value
+    raise ValueError(
+        'gammas must hold "scale" or finite positive floats (RBF widths); '
+        f"got gamma={gamma!r}."
+    )

@@ -329,3 +329,13 @@ def test_class_missing_from_a_training_fold(iris, refit):
     assert proba.shape == (151, 4) and np.all(np.isfinite(proba))
     assert 0.1 < clf.temperature_ < 10
     assert clf.score(X[:150], y[:150]) > 0.9
+
+
+# -- issue 19: errors and edge cases of the folds -----------------------------
+@pytest.mark.parametrize("gamma", [0.0, -1.0, float("nan"), float("inf"), None, "x"])
+def test_invalid_gamma_names_gammas(iris, gamma):
+    X, y = iris
+    clf = KernelMarginSoftmaxClassifierCV(gammas=[gamma], ss=[10.0], cv=2)
+    with pytest.raises(ValueError, match=r"gammas.*gamma=") as info:
+        clf.fit(X, y)
+    assert "C must" not in str(info.value)
