@@ -142,6 +142,25 @@ def _check_C(C):
     return C
 
 
+def _check_folds(folds, y_encoded, classes):
+    """Refuse training folds of one class, naming the fold and the class.
+
+    Checked before any fit, so the error names the fold instead of surfacing
+    from an inner fit as if the whole data were at fault.
+    """
+    n_folds = len(folds)
+    for f, (train, _) in enumerate(folds):
+        present = np.unique(y_encoded[train])
+        if len(present) < 2:
+            raise ValueError(
+                f"The training rows of CV fold {f + 1}/{n_folds} contain only one "
+                f"class, {classes[present].tolist()[0]!r}, although the data has "
+                f"{len(classes)} classes, {classes.tolist()}. Use fewer folds or a "
+                "stratified splitter (an int cv is StratifiedKFold; shuffle "
+                "rows that are sorted by class)."
+            )
+
+
 def _fit_path(
     estimator,
     X,
@@ -301,6 +320,7 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
             for point in itertools.product(*outer_grids)
         ]
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        _check_folds(folds, y_encoded, classes)
         scorer = self._scorer()
         base = self._base_estimator()
         name = type(self).__name__

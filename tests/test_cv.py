@@ -6,7 +6,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 from sklearn.datasets import load_iris, make_classification
 from sklearn.metrics import log_loss
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -339,3 +339,15 @@ def test_invalid_gamma_names_gammas(iris, gamma):
     with pytest.raises(ValueError, match=r"gammas.*gamma=") as info:
         clf.fit(X, y)
     assert "C must" not in str(info.value)
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_training_fold_with_one_class_names_the_fold(iris, refit):
+    X, y = iris[0][:100], iris[1][:100]  # sorted: an unshuffled KFold splits by class
+    clf = MarginSoftmaxClassifierCV(ss=[10.0], cv=KFold(2), refit=refit)
+    with pytest.raises(
+        ValueError,
+        match=r"training rows of CV fold 1/2 contain only one class, 1, .*"
+        r"fewer folds.*stratif",
+    ):
+        clf.fit(X, y)
