@@ -142,11 +142,19 @@ def _check_C(C):
     return C
 
 
-def _check_folds(folds, y_encoded, classes):
-    """Refuse training folds of one class, naming the fold and the class.
+def _check_folds(folds, y_encoded, classes, sample_weight, name):
+    """Refuse folds nothing can be fitted on; return which folds can be scored.
 
     Checked before any fit, so the error names the fold instead of surfacing
-    from an inner fit as if the whole data were at fault.
+    from an inner fit as if the whole data were at fault. A test fold whose
+    rows all have zero weight has no weighted score (0/0): it is left out of
+    the mean score with a warning rather than failing the search, as the
+    other folds still measure every grid point.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_folds,)
+        True for the folds that have a score.
     """
     n_folds = len(folds)
     for f, (train, _) in enumerate(folds):
@@ -159,6 +167,28 @@ def _check_folds(folds, y_encoded, classes):
                 "stratified splitter (an int cv is StratifiedKFold; shuffle "
                 "rows that are sorted by class)."
             )
+        if sample_weight is not None and not sample_weight[train].sum() > 0:
+            raise ValueError(
+                f"The training rows of CV fold {f + 1}/{n_folds} have zero total "
+                "sample_weight: there is nothing to fit on that fold."
+            )
+    if sample_weight is None:
+        return np.ones(n_folds, dtype=bool)
+    scored = np.array([sample_weight[test].sum() > 0 for _, test in folds])
+    if not scored.any():
+        raise ValueError(
+            "sample_weight is zero on the held-out rows of every test fold: "
+            "there is no weighted score to select by."
+        )
+    for f in np.flatnonzero(~scored):
+        warnings.warn(
+            f"{name}: the held-out rows of CV fold {f + 1}/{n_folds} have zero "
+            "total sample_weight, so that fold has no weighted score; its scores "
+            "are NaN and the mean score is over the other folds.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return scored
 
 
 def _fit_path(
@@ -175,8 +205,12 @@ def _fit_path(
     verbose,
     label,
     classes,
+    scored=True,
 ):
-    """Warm-started path over one fold: scores, iterations, held-out logits."""
+    """Warm-started path over one fold: scores, iterations, held-out logits.
+
+    ``scored=False`` (a test fold of zero weight) leaves the scores NaN.
+    """
     estimator = clone(estimator).set_params(warm_start=True)
     fit_kwargs = (
         {} if sample_weight is None else {"sample_weight": sample_weight[train]}
@@ -191,7 +225,7 @@ def _fit_path(
         estimator.set_params(**{path_name: value}).fit(X_train, y_train, **fit_kwargs)
         fit_time[k] = time.perf_counter() - start
         n_iter[k] = estimator.n_iter_
-        scores[k] = scorer(estimator, X_test, y_test, sw_test)
+        scores[k] = scorer(estimator, X_test, y_test, sw_test) if scored else np.nan
         logits.append(_class_logits(estimator, X_test, classes))
         if keep_models:
             models.append(copy.deepcopy(estimator).set_params(warm_start=False))
@@ -295,7 +329,10 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
-            Used in training, scoring and the temperature fit.
+            Used in training, scoring and the temperature fit. A test fold
+            whose rows all have zero weight has no score: its entries of
+            ``scores_`` are NaN (with a ``UserWarning``) and the mean score is
+            taken over the other folds.
 
         Returns
         -------
@@ -320,10 +357,10 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
             for point in itertools.product(*outer_grids)
         ]
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
-        _check_folds(folds, y_encoded, classes)
+        name = type(self).__name__
+        scored = _check_folds(folds, y_encoded, classes, sample_weight, name)
         scorer = self._scorer()
         base = self._base_estimator()
-        name = type(self).__name__
         jobs = [
             delayed(_fit_path)(
                 clone(base).set_params(**point),
@@ -342,6 +379,7 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
                 f"{name} fold {f + 1}/{len(folds)}, "
                 + ", ".join(f"{k}={v}" for k, v in point.items()),
                 classes,
+                scored[f],
             )
             for f, (train, test) in enumerate(folds)
             for point in outer
@@ -358,18 +396,23 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         ]
         self.scores_ = scores.reshape(shape)
         self.n_iter_ = n_iter.reshape(shape)
-        self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter)
+        self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
 
         def logits_at(fold, flat):
             o, k = divmod(flat, n_path)
             return results[fold * n_outer + o][3][k]
 
+        best_mean = _first_best(scores[scored].mean(axis=0))
         if self.refit:
-            self.best_index_ = _first_best(scores.mean(axis=0))
+            self.best_index_ = best_mean
             best_per_fold = [self.best_index_] * n_folds
         else:
             self.best_index_ = None
-            best_per_fold = [_first_best(row) for row in scores]
+            # A fold without a score keeps its model at the best mean point.
+            best_per_fold = [
+                _first_best(row) if ok else best_mean
+                for row, ok in zip(scores, scored, strict=True)
+            ]
         held_out = np.concatenate(
             [logits_at(f, b) for f, b in enumerate(best_per_fold)]
         )
@@ -428,7 +471,7 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         estimator.fit(X, y, **fit_kwargs)
         return estimator.set_params(warm_start=False)
 
-    def _cv_results(self, grid_points, scores, times, n_iter):
+    def _cv_results(self, grid_points, scores, times, n_iter, scored):
         results = {
             f"param_{key}": np.array([p[key] for p in grid_points], dtype=object)
             for key in grid_points[0]
@@ -436,9 +479,9 @@ class _BaseMarginSoftmaxCV(DocLinkMixin, ClassifierMixin, BaseEstimator):
         results["params"] = grid_points
         for fold, row in enumerate(scores):
             results[f"split{fold}_test_score"] = row
-        mean = scores.mean(axis=0)
+        mean = scores[scored].mean(axis=0)
         results["mean_test_score"] = mean
-        results["std_test_score"] = scores.std(axis=0)
+        results["std_test_score"] = scores[scored].std(axis=0)
         order = np.argsort(-mean, kind="stable")
         rank = np.empty(len(mean), dtype=np.int32)
         rank[order] = np.arange(1, len(mean) + 1)

@@ -341,6 +341,51 @@ def test_invalid_gamma_names_gammas(iris, gamma):
     assert "C must" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: MarginSoftmaxClassifierCV(ss=[10.0, 30.0], **kw),
+        lambda **kw: KernelMarginSoftmaxClassifierCV(
+            ss=[10.0, 30.0], n_components=20, random_state=0, **kw
+        ),
+    ],
+)
+@pytest.mark.parametrize("scoring", [None, "accuracy", "neg_log_loss"])
+@pytest.mark.parametrize("refit", [True, False])
+def test_test_fold_of_zero_weight_is_left_out_of_the_mean(iris, make, scoring, refit):
+    X, y = iris
+    folds = list(StratifiedKFold(3).split(X, y))
+    sample_weight = np.ones(len(y))
+    sample_weight[folds[1][1]] = 0.0  # fold 2 has nothing to score
+    clf = make(cv=3, scoring=scoring, refit=refit)
+    with pytest.warns(UserWarning, match=r"fold 2/3.*zero total sample_weight"):
+        clf.fit(X, y, sample_weight=sample_weight)
+    scores = clf.scores_.reshape(3, -1)
+    assert np.all(np.isnan(scores[1])) and np.all(np.isfinite(scores[[0, 2]]))
+    mean = clf.cv_results_["mean_test_score"]
+    np.testing.assert_allclose(mean, scores[[0, 2]].mean(axis=0))
+    assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+def test_every_test_fold_of_zero_weight_raises(iris):
+    X, y = iris
+    sample_weight = np.r_[np.ones(75), np.zeros(75)]
+    folds = [(np.arange(75), np.arange(75, 150))]  # one split, zero-weight test
+    clf = MarginSoftmaxClassifierCV(ss=[10.0], cv=folds)
+    with pytest.raises(ValueError, match="sample_weight.*every test fold"):
+        clf.fit(X, y, sample_weight=sample_weight)
+
+
+def test_training_fold_of_zero_weight_names_the_fold(iris):
+    X, y = iris
+    folds = list(StratifiedKFold(2).split(X, y))
+    sample_weight = np.ones(len(y))
+    sample_weight[folds[0][1]] = 0.0  # = the training rows of fold 2
+    clf = MarginSoftmaxClassifierCV(ss=[10.0], cv=2)
+    with pytest.raises(ValueError, match="training rows of CV fold 2/2 have zero"):
+        clf.fit(X, y, sample_weight=sample_weight)
+
+
 @pytest.mark.parametrize("refit", [True, False])
 def test_training_fold_with_one_class_names_the_fold(iris, refit):
     X, y = iris[0][:100], iris[1][:100]  # sorted: an unshuffled KFold splits by class
