@@ -395,9 +395,28 @@ def _convert_fourier(scope, operator, container):
     )
 
 
+def _classifier_shape(operator):
+    """skl2onnx's classifier shapes, after sklearn's fitted check.
+
+    skl2onnx calls the shape calculator before the converter, and its own one
+    fails on an unfitted classifier with a RuntimeError about the number of
+    classes; checking here gives the NotFittedError every sklearn user expects,
+    also to callers of ``skl2onnx.to_onnx`` after registration.
+    """
+    from skl2onnx.common.shape_calculator import (
+        calculate_linear_classifier_output_shapes,
+    )
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(operator.raw_operator)
+    calculate_linear_classifier_output_shapes(operator)
+
+
 def _fourier_shape(operator):
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+    from sklearn.utils.validation import check_is_fitted
 
+    check_is_fitted(operator.raw_operator)  # see _classifier_shape
     dtype = _input_dtype(operator.inputs[0])
     tensor_type = DoubleTensorType if dtype == np.float64 else FloatTensorType
     n_samples = operator.inputs[0].get_first_dimension()
@@ -425,9 +444,6 @@ def register_onnx_converters():
     """
     try:
         from skl2onnx import update_registered_converter
-        from skl2onnx.common.shape_calculator import (
-            calculate_linear_classifier_output_shapes,
-        )
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
             "ONNX export needs skl2onnx and onnxruntime: pip install 'sklmargin[onnx]'."
@@ -445,7 +461,7 @@ def register_onnx_converters():
         update_registered_converter(
             cls,
             alias,
-            calculate_linear_classifier_output_shapes,
+            _classifier_shape,
             _convert_classifier,
             options=classifier_options,
         )
@@ -483,8 +499,10 @@ def to_onnx(estimator, X, *, zipmap=False, target_opset=None):
 
     Raises
     ------
+    sklearn.exceptions.NotFittedError
+        If ``estimator`` (or one of our estimators inside it) is not fitted.
     NotImplementedError
-        For a kernel estimator with ``kernel_approximation="nystroem"``.
+        For what the graph cannot compute exactly (see the message).
 
     Examples
     --------
@@ -497,8 +515,14 @@ def to_onnx(estimator, X, *, zipmap=False, target_opset=None):
         session = ort.InferenceSession(model.SerializeToString())
         labels, proba = session.run(None, {"X": X_test.astype("float32")})
     """
+    from sklearn.utils.validation import check_is_fitted
+
     register_onnx_converters()
     import skl2onnx
+
+    # Before skl2onnx, whose shape calculators fail on unfitted estimators of
+    # other libraries with their own errors (ours check it themselves).
+    check_is_fitted(estimator)
 
     from ._estimators import BaseMarginSoftmax
 

@@ -156,6 +156,46 @@ def test_unfitted_estimator_is_rejected():
         _logit_description(MarginSoftmaxClassifier())
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        MarginSoftmaxClassifier,
+        KernelMarginSoftmaxClassifier,
+        RandomFourierFeatures,
+        lambda: make_pipeline(StandardScaler(), MarginSoftmaxClassifier()),
+    ],
+)
+def test_to_onnx_of_an_unfitted_estimator_raises_not_fitted(make):
+    """Issue 19, item 4: skl2onnx's RuntimeError surfaced instead."""
+    pytest.importorskip("skl2onnx")
+    from sklearn.exceptions import NotFittedError
+
+    from sklmargin import to_onnx
+
+    X = np.zeros((2, 3), dtype=np.float32)
+    with pytest.raises(NotFittedError):
+        to_onnx(make(), X)
+
+
+def test_skl2onnx_on_an_unfitted_estimator_raises_not_fitted():
+    """The registered shape calculators check too, for ``skl2onnx`` callers.
+
+    (With ``zipmap=True`` skl2onnx's own parser reads the classes first.)
+    """
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.exceptions import NotFittedError
+
+    from sklmargin._onnx import register_onnx_converters
+
+    register_onnx_converters()
+    X = np.zeros((2, 3), dtype=np.float32)
+    clf = MarginSoftmaxClassifier()
+    with pytest.raises(NotFittedError):
+        skl2onnx.to_onnx(clf, X, options={id(clf): {"zipmap": False}})
+    with pytest.raises(NotFittedError):
+        skl2onnx.to_onnx(RandomFourierFeatures(), X)
+
+
 # -- the description alone (NumPy, no ONNX needed) ------------------------------
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("constant_feature", [1.0, None])
