@@ -64,7 +64,7 @@ class _LogitDescription:
     ``normalise=False``: ``z = phi(x) @ matrix + bias``.
     ``normalise=True``:
     ``z = scale * (phi(x) @ matrix + inner_bias) / max(sqrt(|phi(x)|^2 +
-    norm_offset), tiny) + bias``.
+    lift^2), tiny) + bias``.
     """
 
     feature_map: _FourierDescription | _NystroemDescription | None
@@ -72,7 +72,7 @@ class _LogitDescription:
     bias: np.ndarray  # (n_classes,)
     normalise: bool
     inner_bias: np.ndarray  # (n_classes,), used when normalise
-    norm_offset: float  # c^2, used when normalise
+    lift: float  # c, used when normalise
     scale: float  # s, used when normalise
     tiny: float  # floor of the row norm, used when normalise
 
@@ -184,7 +184,7 @@ def _logit_description(estimator):
             bias=bias,
             normalise=True,
             inner_bias=inner_bias / w_norm,
-            norm_offset=c * c,
+            lift=c,
             scale=factor,
             tiny=float(TINY_NORM),
         )
@@ -196,7 +196,7 @@ def _logit_description(estimator):
         bias=bias + inner_bias * per_class,
         normalise=False,
         inner_bias=np.zeros(n_classes),
-        norm_offset=0.0,
+        lift=0.0,
         scale=1.0,
         tiny=0.0,
     )
@@ -220,12 +220,16 @@ def _logits_from_description(description, X):
         features = fourier.scale * np.hstack(
             [np.cos(pairs), np.sin(pairs), np.cos(odd)]
         )
-    raw = features @ description.matrix
-    if description.normalise:
-        norms = np.sqrt(np.sum(features**2, axis=1) + description.norm_offset)
-        raw = (raw + description.inner_bias) * (
-            description.scale / np.maximum(norms, description.tiny)
-        )[:, None]
+    if not description.normalise:
+        return features @ description.matrix + description.bias
+    # The graph's arithmetic (see _normalised_logits_graph): rows divided by
+    # their peak first, so that no square overflows or underflows.
+    peak = np.max(np.abs(features), axis=1, initial=0.0)
+    inverse = 1.0 / np.maximum(peak, max(description.lift, description.tiny))
+    scaled = features * inverse[:, None]
+    raw = scaled @ description.matrix + inverse[:, None] * description.inner_bias
+    norms = np.sqrt(np.sum(scaled**2, axis=1) + (description.lift * inverse) ** 2)
+    raw *= (description.scale / np.maximum(norms, 1.0))[:, None]
     return raw + description.bias
 
 
@@ -328,29 +332,64 @@ def _map_graph(graph, fourier, X, output=None):
     return graph.node("Mul", [joined, graph.const("scale", fourier.scale)], output)
 
 
+def _row_max(graph, values):
+    """``max_j values[i, j]`` as an (n, 1) column, at any opset."""
+    if graph.container.target_opset >= 18:  # axes became an input in opset 18
+        axes = graph.const("axes", [1], dtype=np.int64)
+        return graph.node("ReduceMax", [values, axes], keepdims=1)
+    return graph.node("ReduceMax", [values], axes=[1], keepdims=1)
+
+
+def _normalised_logits_graph(graph, description, features):
+    r"""Nodes of ``s ([phi, c] . [A, a]) / max(|[phi, c]|, tiny)``, overflow-free.
+
+    Squared raw rows overflow float32 beyond about 1e19 (and underflow below
+    about 1e-19): the norm became inf (or 0) and the logits the bias alone
+    (or huge). As :func:`sklmargin._rows.row_norms` does, each row is first
+    divided by its peak :math:`p = \max(\max_j |\phi_j|, c, \mathrm{tiny})`:
+    the quotient is unchanged and every entry of :math:`[\phi, c] / p` lies in
+    :math:`[-1, 1]`. Its norm is :math:`\ge 1` unless the peak is the ``tiny``
+    floor, so the floor :math:`\max(|[\phi, c]|, \mathrm{tiny})` becomes
+    :math:`\max(|[\phi, c]| / p, 1)`.
+    """
+    lift = description.lift
+    peak = _row_max(graph, graph.node("Abs", [features]))
+    peak = graph.node("Max", [peak, graph.const("floor", max(lift, description.tiny))])
+    inverse = graph.node("Reciprocal", [peak])
+    scaled = graph.node("Mul", [features, inverse])
+    raw = graph.node("MatMul", [scaled, graph.const("matrix", description.matrix)])
+    if np.any(description.inner_bias):
+        inner = graph.node(
+            "Mul", [inverse, graph.const("inner", description.inner_bias)]
+        )
+        raw = graph.node("Add", [raw, inner])
+    # |phi / p|^2 as (phi * phi) @ ones: a MatMul, valid at every opset
+    # (ReduceSumSquare moved its axes to an input in opset 18).
+    n_mapped = description.matrix.shape[0]
+    squares = graph.node("Mul", [scaled, scaled])
+    sq_norm = graph.node(
+        "MatMul", [squares, graph.const("ones", np.ones((n_mapped, 1)))]
+    )
+    if lift > 0:  # + (c / p)^2, with c / p <= 1
+        lift_scaled = graph.node("Mul", [inverse, graph.const("lift", lift)])
+        sq_norm = graph.node(
+            "Add", [sq_norm, graph.node("Mul", [lift_scaled, lift_scaled])]
+        )
+    norm = graph.node("Max", [graph.node("Sqrt", [sq_norm]), graph.const("one", 1.0)])
+    raw = graph.node("Div", [raw, norm])
+    return graph.node("Mul", [raw, graph.const("s", description.scale)])
+
+
 def _logits_graph(graph, description, X):
     features = X
     if description.feature_map is not None:
         features = _map_graph(graph, description.feature_map, X)
-    raw = graph.node("MatMul", [features, graph.const("matrix", description.matrix)])
     if description.normalise:
-        if np.any(description.inner_bias):
-            raw = graph.node("Add", [raw, graph.const("inner", description.inner_bias)])
-        # |phi(x)|^2 as (phi * phi) @ ones: a MatMul, valid at every opset
-        # (ReduceSumSquare moved its axes to an input in opset 18).
-        n_mapped = description.matrix.shape[0]
-        squares = graph.node("Mul", [features, features])
-        sq_norm = graph.node(
-            "MatMul", [squares, graph.const("ones", np.ones((n_mapped, 1)))]
+        raw = _normalised_logits_graph(graph, description, features)
+    else:
+        raw = graph.node(
+            "MatMul", [features, graph.const("matrix", description.matrix)]
         )
-        if description.norm_offset > 0:
-            sq_norm = graph.node(
-                "Add", [sq_norm, graph.const("offset", description.norm_offset)]
-            )
-        norm = graph.node("Sqrt", [sq_norm])
-        norm = graph.node("Max", [norm, graph.const("tiny", description.tiny)])
-        raw = graph.node("Div", [raw, norm])
-        raw = graph.node("Mul", [raw, graph.const("s", description.scale)])
     return graph.node("Add", [raw, graph.const("bias", description.bias)])
 
 

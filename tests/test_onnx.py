@@ -149,6 +149,34 @@ def test_kernel_classifier_on_nystroem_features(centres, dtype):
     _assert_same_predictions(_fit(clf, X, y), X)
 
 
+@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface"])
+@pytest.mark.parametrize("constant_feature", [1.0, None])
+@pytest.mark.parametrize(
+    "dtype, factor",
+    [
+        (np.float32, 1e19),
+        (np.float32, 1e30),
+        (np.float32, 1e-25),
+        (np.float64, 1e200),
+        (np.float64, 1e-200),
+    ],
+)
+def test_huge_and_tiny_rows_give_the_python_predictions(
+    loss, constant_feature, dtype, factor
+):
+    """Issue 19, item 5: squared rows overflowed (underflowed) in the graph."""
+    X, y = _data(3, np.float64, seed=6)
+    clf = _fit(
+        MarginSoftmaxClassifier(
+            loss=loss, constant_feature=constant_feature, max_iter=30
+        ),
+        X.astype(dtype),
+        y,
+    )
+    X_extreme = np.vstack([X * factor, np.zeros((1, X.shape[1]))]).astype(dtype)
+    _assert_same_predictions(clf, X_extreme)
+
+
 def test_unfitted_estimator_is_rejected():
     from sklearn.exceptions import NotFittedError
 
