@@ -11,14 +11,17 @@ softmax and argmax:
 .. math::
 
     z(x) = \begin{cases}
-      s\,\dfrac{\phi(x) A + a}{\max(\sqrt{|\phi(x)|^2 + c^2},\ \epsilon)} + b
+      \dfrac{\phi(x) A + a}{\max(\sqrt{|\phi(x)|^2 + c^2},\ \epsilon)} + b
         & \text{losses that normalise } x \text{ (NormFace, AM-Softmax, ArcFace)}\\[1ex]
       \phi(x) A + b & \text{the others (softmax, L-Softmax, A-Softmax)}
     \end{cases}
 
 where :math:`\phi` is the identity or the kernel estimator's feature map,
-:math:`A` the prototypes (transposed, with A-Softmax's ``s`` folded in),
-:math:`a = c\cdot` ``constant_coef_`` the lifting feature's contribution and
+:math:`A` the prototypes (transposed) with the logit scale folded in, per
+class: ``s / |w_j|`` for the cosine losses, ``s`` for A-Softmax and 1 for
+L-Softmax (whose ``|x|`` and ``|w_j|`` cancel against the cosine's norms),
+:math:`a` the lifting feature's contribution ``c * constant_coef_`` scaled
+alike, and
 :math:`b` the intercepts. Every read of the estimators' fitted attributes is in
 :func:`_logit_description`, the one place to change when they change.
 """
@@ -63,8 +66,8 @@ class _LogitDescription:
 
     ``normalise=False``: ``z = phi(x) @ matrix + bias``.
     ``normalise=True``:
-    ``z = scale * (phi(x) @ matrix + inner_bias) / max(sqrt(|phi(x)|^2 +
-    lift^2), tiny) + bias``.
+    ``z = (phi(x) @ matrix + inner_bias) / max(sqrt(|phi(x)|^2 + lift^2), tiny)
+    + bias``.
     """
 
     feature_map: _FourierDescription | _NystroemDescription | None
@@ -73,7 +76,6 @@ class _LogitDescription:
     normalise: bool
     inner_bias: np.ndarray  # (n_classes,), used when normalise
     lift: float  # c, used when normalise
-    scale: float  # s, used when normalise
     tiny: float  # floor of the row norm, used when normalise
 
 
@@ -115,32 +117,80 @@ def _map_description(feature_map):
     )
 
 
-def _scale_form(margin, s):
-    """Classify the margin's own ``logit_scale`` by probing it.
+#: Row norms at which a margin's logit scale is checked before export: every
+#: half decade over the range float64 rows can take without the scaled logits
+#: overflowing, plus the norms of unit-scale data. The graph cannot call
+#: Python, so a rule is exported only where it matched one of the two forms at
+#: all of these.
+_PROBE_NORMS = np.unique(
+    np.concatenate([np.geomspace(1e-200, 1e200, 801), np.linspace(0.05, 20.0, 400)])
+)
 
-    The ONNX graph cannot call Python, so the scale rule is read off the one
-    function training and prediction use (:meth:`Margin.logit_scale`) instead
-    of being written again here. Returns ``(form, factor)`` with form
-    "constant" (``factor``), "row" (``factor * |x|``) or "entry"
-    (``factor * |x| |w_j|``); any other rule raises NotImplementedError.
+
+def _scale_factors(margin, s, w_norm):
+    """Per-class factors of the margin's own ``logit_scale``, and its form.
+
+    The scale rule is read off the one function training and prediction use
+    (:meth:`Margin.logit_scale`), called as prediction calls it -- with the
+    fitted prototype norms ``w_norm`` (None for margins without angles) --
+    instead of being written again here. Returns ``(form, factors)``: form
+    "constant" (``scale_ij = factors_j``) or "row" (``scale_ij = factors_j
+    * |x_i|``; A-Softmax's ``s |x|`` and L-Softmax's ``|x| |w_j|``).
+
+    The factors come from a one-row call at ``|x| = 1``; the form must then
+    hold at every norm of ``_PROBE_NORMS`` in one batch (which also refuses a
+    rule that depends on the other rows). A rule that matched a few norms only
+    (``s * clip(|x|, 0.1, 1)`` at 1, 2.5 and 4) exported silently wrong
+    logits; anything else now raises NotImplementedError.
     """
-    norms = np.array([1.0, 2.5, 4.0])
-    w_norm = np.array([1.0, 3.0])
-    scale = np.broadcast_to(
-        np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64), (3, 2)
-    )
-    factor = float(scale[0, 0])
+    name = type(margin.stateless()).__name__
+    n_classes = 1 if w_norm is None else len(w_norm)
+
+    def scale_at(norms):
+        with np.errstate(all="ignore"):
+            scale = np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64)
+        rows = 1 if norms is None else len(norms)
+        try:
+            return np.broadcast_to(scale, (rows, n_classes))
+        except ValueError as error:
+            raise NotImplementedError(
+                f"ONNX export: {name}.logit_scale returned shape {scale.shape}, "
+                f"not broadcastable to (n_samples, n_classes) = ({rows}, "
+                f"{n_classes})."
+            ) from error
+
+    if w_norm is None:  # raw inner products: prediction passes no norms
+        factors = scale_at(None)[0]
+        if not np.all(np.isfinite(factors)):
+            raise NotImplementedError(
+                f"ONNX export: {name}.logit_scale is not finite: {factors}."
+            )
+        return "constant", factors
+    factors = scale_at(np.ones(1))[0]
+    scale = scale_at(_PROBE_NORMS)
     candidates = {
-        "constant": np.full((3, 2), factor),
-        "row": factor * norms[:, None] * np.ones((1, 2)),
-        "entry": factor * norms[:, None] * w_norm[None, :],
+        "constant": np.broadcast_to(factors, scale.shape),
+        "row": _PROBE_NORMS[:, None] * factors,
     }
     for form, expected in candidates.items():
-        if np.allclose(scale, expected, rtol=1e-12, atol=0.0):
-            return form, factor
+        if np.all(np.isfinite(factors)) and np.allclose(
+            scale, expected, rtol=1e-12, atol=0.0
+        ):
+            return form, factors
+    first_miss = {
+        form: _PROBE_NORMS[
+            np.argmin(np.all(np.isclose(scale, expected, rtol=1e-12, atol=0), axis=1))
+        ]
+        for form, expected in candidates.items()
+    }
     raise NotImplementedError(
-        f"ONNX export supports logit scales that are constant, proportional to "
-        f"|x| or to |x||w|; {type(margin).__name__}.logit_scale is none of these."
+        "ONNX export supports logit scales that are, at the fitted prototypes, "
+        "constant or proportional to the row norm |x| (s, s |x|, |x| |w_j|); "
+        f"{name}.logit_scale is neither (from its value at |x| = 1 it departs "
+        f"from a constant at |x| = {first_miss['constant']:.3g} and from "
+        f"proportionality at |x| = {first_miss['row']:.3g}), so the graph "
+        "cannot reproduce it. Predict in Python, or give the margin one of "
+        "these rules."
     )
 
 
@@ -153,7 +203,8 @@ def _logit_description(estimator):
     ``z = logit_scale * cos([x, c], [w, w_c]) + b``
     (:func:`sklmargin._objective.margin_free_logits`); with a scale that is
     constant this needs the row norm in the graph, with a scale proportional to
-    ``|x|`` (or ``|x||w_j|``) the norms cancel and the logits are linear in x.
+    ``|x|`` the norms cancel and the logits are linear in x. The per-class
+    factors of the scale (and ``1 / |w_j|``) are folded into the matrix.
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -166,10 +217,10 @@ def _logit_description(estimator):
     coef = np.asarray(estimator.coef_, dtype=np.float64)
     bias = np.asarray(estimator.intercept_, dtype=np.float64)
     n_classes = coef.shape[0]
-    form, factor = _scale_form(margin, estimator.s_)
     if not margin.uses_angle:  # raw inner products times a constant scale
+        _, factors = _scale_factors(margin, estimator.s_, None)
         return _LogitDescription(
-            fourier, factor * coef.T, bias, False, np.zeros(n_classes), 0.0, 1.0, 0.0
+            fourier, coef.T * factors, bias, False, np.zeros(n_classes), 0.0, 0.0
         )
     c = float(estimator.constant_feature_)
     constant_coef = np.asarray(estimator.constant_coef_, dtype=np.float64)
@@ -177,19 +228,19 @@ def _logit_description(estimator):
         np.sqrt(np.sum(coef**2, axis=1) + constant_coef**2), float(TINY_NORM)
     )
     inner_bias = c * constant_coef if c > 0 else np.zeros(n_classes)
+    form, factors = _scale_factors(margin, estimator.s_, w_norm)
+    per_class = factors / w_norm
     if form == "constant":  # s [x, c].[w, w_c] / (|[x, c]| |w|) + b
         return _LogitDescription(
             feature_map=fourier,
-            matrix=coef.T / w_norm,
+            matrix=coef.T * per_class,
             bias=bias,
             normalise=True,
-            inner_bias=inner_bias / w_norm,
+            inner_bias=inner_bias * per_class,
             lift=c,
-            scale=factor,
             tiny=float(TINY_NORM),
         )
-    # |x| (and |w_j|) cancel against the cosine's denominators: linear in x.
-    per_class = factor / w_norm if form == "row" else np.full(n_classes, factor)
+    # |x| cancels against the cosine's denominator: linear in x.
     return _LogitDescription(
         feature_map=fourier,
         matrix=coef.T * per_class,
@@ -197,7 +248,6 @@ def _logit_description(estimator):
         normalise=False,
         inner_bias=np.zeros(n_classes),
         lift=0.0,
-        scale=1.0,
         tiny=0.0,
     )
 
@@ -229,7 +279,7 @@ def _logits_from_description(description, X):
     scaled = features * inverse[:, None]
     raw = scaled @ description.matrix + inverse[:, None] * description.inner_bias
     norms = np.sqrt(np.sum(scaled**2, axis=1) + (description.lift * inverse) ** 2)
-    raw *= (description.scale / np.maximum(norms, 1.0))[:, None]
+    raw /= np.maximum(norms, 1.0)[:, None]
     return raw + description.bias
 
 
@@ -341,7 +391,7 @@ def _row_max(graph, values):
 
 
 def _normalised_logits_graph(graph, description, features):
-    r"""Nodes of ``s ([phi, c] . [A, a]) / max(|[phi, c]|, tiny)``, overflow-free.
+    r"""Nodes of ``([phi, c] . [A, a]) / max(|[phi, c]|, tiny)``, overflow-free.
 
     Squared raw rows overflow float32 beyond about 1e19 (and underflow below
     about 1e-19): the norm became inf (or 0) and the logits the bias alone
@@ -376,8 +426,7 @@ def _normalised_logits_graph(graph, description, features):
             "Add", [sq_norm, graph.node("Mul", [lift_scaled, lift_scaled])]
         )
     norm = graph.node("Max", [graph.node("Sqrt", [sq_norm]), graph.const("one", 1.0)])
-    raw = graph.node("Div", [raw, norm])
-    return graph.node("Mul", [raw, graph.const("s", description.scale)])
+    return graph.node("Div", [raw, norm])
 
 
 def _logits_graph(graph, description, X):
