@@ -21,6 +21,9 @@ from ._modifiers import with_support_vectors
 from ._rows import TINY_NORM, PreparedRows, lifted_norms
 from ._validation import check_weights
 
+# Room left by a logit scale for |f|, |f'| (~1e3 at the float32 cosine clip).
+_SCALE_HEADROOM = 2.0**16
+
 
 class PointwiseResult(NamedTuple):
     """What :func:`pointwise_loss_gradient` returns."""
@@ -318,6 +321,13 @@ def checked_logit_scale(margin, s, norms, w_norm, dtype, remedy):
     return scale
 
 
+def _scale_fits(scale, dtype):
+    """Whether logits and gradients at ``scale`` stay well inside ``dtype``."""
+    with np.errstate(invalid="ignore"):
+        largest = np.max(np.abs(np.asarray(scale, dtype=np.float64)), initial=0.0)
+    return bool(largest < np.finfo(dtype).max / _SCALE_HEADROOM)
+
+
 def margin_free_logits(
     margin, X, coef, intercept, *, s, constant=0.0, constant_coef=None
 ):
@@ -482,7 +492,15 @@ class LinearMarginObjective:
         else:
             w_hat, w_norm = coef, None
         cos = np.asarray(self.X @ w_hat.T.astype(self.dtype))
-        scale = self.margin.logit_scale(self.s, self.norms, w_norm)
+        with np.errstate(over="ignore"):
+            scale = self.margin.logit_scale(self.s, self.norms, w_norm)
+        if cos.dtype != np.float64 and not _scale_fits(scale, cos.dtype):
+            # A line-search trial far out (L-Softmax's |x||w|, huge |w|, float32
+            # rows of 1e20) would overflow the dtype: evaluated in float64, it
+            # is a large finite objective L-BFGS backtracks from, not inf/NaN.
+            cos = cos.astype(np.float64)
+            norms = None if self.norms is None else self.norms.astype(np.float64)
+            scale = self.margin.logit_scale(self.s, norms, w_norm)
         return cos, scale, w_hat, w_norm
 
     def _pointwise(self, params, *, state, return_scale_grad=False):
