@@ -260,6 +260,21 @@ def test_adaptive_centres_beyond_the_gather_budget_warn(sync, monkeypatch):
     )
 
 
+def test_cluster_nystroem_selects_the_in_memory_centres(cluster_client):
+    # The (hash, weight) pairs and the chosen rows travel between processes.
+    X, y = _data(n=300)
+    weights = np.random.default_rng(3).uniform(0.0, 3.0, len(y))
+    clf = KernelMarginSoftmaxClassifier(
+        n_components=40, centres="rpcholesky", random_state=0
+    )
+    expected = clf.fit(X, y, sample_weight=weights).predict_proba(X)
+    fitted = KernelMarginSoftmaxClassifier(**clf.get_params()).fit(
+        *_dask(X, y, weights, chunks=100)
+    )
+    assert_array_equal(fitted.feature_map_.components_, clf.feature_map_.components_)
+    assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
+
+
 def _with_nan(X):
     X = X.copy()
     X[3, 1] = np.nan
