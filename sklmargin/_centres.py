@@ -209,18 +209,23 @@ def rbf_kernel_block(
     K : ndarray of shape (n_a, n_b)
     """
     dtype = A.dtype
-    A = A * dtype.type(np.sqrt(gamma))
-    B = B * dtype.type(np.sqrt(gamma))
+    root = float(np.sqrt(gamma))
     # Scaled rows beyond ~1e17 square past float32 (a user's gamma on huge
-    # data): such a block is computed in float64, where exp(-d) is exactly 0.
-    limit = np.sqrt(np.finfo(dtype).max) / (4 * max(A.shape[1], 1))
-    largest = max(np.max(np.abs(A), initial=0.0), np.max(np.abs(B), initial=0.0))
+    # data, or float32 rows of 1e30 asked of a float64 model): such a block is
+    # computed in float64, where exp(-d) is exactly 0. Judged before scaling,
+    # which would itself overflow.
+    limit = float(np.sqrt(np.finfo(dtype).max)) / (4 * max(A.shape[1], 1))
+    largest = root * max(
+        float(np.max(np.abs(A), initial=0.0)), float(np.max(np.abs(B), initial=0.0))
+    )
     if dtype != np.float64 and largest > limit:
-        K = rbf_kernel_block(A.astype(np.float64), B.astype(np.float64), 1.0)
+        K = rbf_kernel_block(A.astype(np.float64), B.astype(np.float64), gamma)
         if out is None:
             return K.astype(dtype)
         out[...] = K
         return out
+    A = A * dtype.type(root)
+    B = B * dtype.type(root)
     K = np.matmul(A, B.T, out=out)
     K *= -2.0
     K += np.einsum("ij,ij->i", A, A)[:, None]

@@ -232,3 +232,54 @@ def test_fourier_features_of_float32_rows_beyond_the_projection_range(to_sparse)
     assert Z.dtype == np.float32
     expected = rff.transform(X.astype(np.float64))
     np.testing.assert_allclose(Z, expected, rtol=0, atol=1e-6)
+
+
+def test_softmax_scale_beyond_float32_refuses_float32_rows():
+    # Found by the issue-19 --beyond fuzz run: a float64 softmax model with
+    # s=1e39 cast its scale to inf on float32 rows (RuntimeWarning, inf logits);
+    # the angle losses already refused such rows with a ValueError.
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    y = [0, 1, 1, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = MarginSoftmaxClassifier(loss="softmax", s=1e39, max_iter=5).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="logit scale.*float64 input"):
+            clf.decision_function(X.astype(np.float32))
+
+
+@pytest.mark.parametrize("constant_feature", [None, 1.0])
+def test_a_softmax_scale_beyond_float32_on_tiny_float32_rows(constant_feature):
+    # Found by the issue-19 --beyond fuzz run: s=1e39 is inf in float32, and
+    # A-Softmax's s |x| on rows of 1e-30 is 1e9; the objective computed inf or
+    # 0 * inf = NaN (RuntimeWarning) instead of evaluating in float64.
+    rng = np.random.default_rng(0)
+    y = np.arange(12) % 2
+    X = (rng.standard_normal((12, 3)) + 2.0 * y[:, None]) * 1e-30
+    X[0] = 0.0
+    clf = MarginSoftmaxClassifier(
+        loss="a-softmax", s=1e39, constant_feature=constant_feature, max_iter=20
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X.astype(np.float32), y)
+    assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
+
+
+def test_nystroem_float32_rows_beyond_the_scaled_range():
+    # Found by the issue-19 --beyond fuzz run: a float64 Nystroem map asked for
+    # float32 rows up to 3e38 with gamma 359 overflowed while scaling by
+    # sqrt(gamma), before the float64 fallback for such blocks was judged.
+    from sklmargin import NystroemFeatures
+
+    rng = np.random.default_rng(0)
+    nystroem = NystroemFeatures(n_components=5, gamma=359.0, random_state=0)
+    nystroem.fit(rng.standard_normal((20, 2)) * 1e30)
+    X = np.array([[3e38, 1.0], [-2e38, 0.0], [1e30, -1e30]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        Z = nystroem.transform(X)
+    assert Z.dtype == np.float32
+    np.testing.assert_allclose(Z, nystroem.transform(X.astype(np.float64)), atol=1e-6)
