@@ -22,7 +22,7 @@ from sklmargin import (
     RandomFourierFeatures,
 )
 from sklmargin._margins import AMSoftmax
-from sklmargin._onnx import _logit_description, _logits_from_description
+from sklmargin._onnx_description import _logit_description, _logits_from_description
 
 LOSSES = ["softmax", "normface", "am-softmax", "arcface", "l-softmax", "a-softmax"]
 # float32 probabilities: the brief's bar; float64 is exact up to rounding.
