@@ -16,6 +16,13 @@ and prints a summary grouped by failure kind. Known, reported defects
 (``fuzz_cases.KNOWN_DEFECTS``) are stepped over so that the other invariants
 are still checked in those cases; they are counted under "known" with a few
 reproducers each. ``--loss-examples M`` first fuzzes ``margin_softmax_loss``.
+
+A *hang* is judged by the process's CPU time, not by wall time, so that a
+loaded machine does not turn slow cases into hangs: ``--timeout`` CPU seconds
+per case (``setitimer(ITIMER_PROF)``). A case that blocks without using CPU
+would never reach that, so a wall-clock backstop (``--wall-timeout``, default
+30 times as long) reports it separately as a *stall*, with the CPU time it
+used.
 """
 
 import os
@@ -50,12 +57,30 @@ from fuzz_cases import (  # noqa: E402
 )
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """A case used up its CPU budget (``kind="hang"``) or its wall backstop.
+
+    A BaseException, so that the checker's ``except Exception`` (which turns
+    exceptions into failure kinds) lets it through to the driver.
+    """
+
+    def __init__(self, kind):
+        super().__init__(kind)
+        self.kind = kind
 
 
-def _alarm(signum, frame):
-    raise _Timeout()
+def _cpu_limit(signum, frame):
+    raise _Timeout("hang")
+
+
+def _wall_limit(signum, frame):
+    raise _Timeout("stall")
+
+
+def _arm(cpu_seconds, wall_seconds):
+    """Start the per-case timers (0 disarms): CPU time, then the wall backstop."""
+    signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_seconds)
 
 
 def main(argv=None):
@@ -78,9 +103,19 @@ def main(argv=None):
         help="also draw settings outside the documented ranges (s=1e39...)",
     )
     parser.add_argument(
-        "--timeout", type=int, default=120, help="seconds per case before a 'hang'"
+        "--timeout",
+        type=float,
+        default=120,
+        help="CPU seconds per case before a 'hang'",
+    )
+    parser.add_argument(
+        "--wall-timeout",
+        type=float,
+        default=None,
+        help="wall seconds per case before a 'stall' (default: 30 x --timeout)",
     )
     args = parser.parse_args(argv)
+    wall_timeout = 30 * args.timeout if args.wall_timeout is None else args.wall_timeout
     estimators = tuple(args.estimator or ESTIMATORS)
     out = Path(args.out)
     record = {
@@ -89,7 +124,8 @@ def main(argv=None):
             "seed": args.seed,
             "estimators": estimators,
             "blas_threads": 1,
-            "timeout_s": args.timeout,
+            "timeout_cpu_s": args.timeout,
+            "timeout_wall_s": wall_timeout,
             "beyond": args.beyond,
         },
         "outcomes": collections.Counter(),
@@ -97,11 +133,13 @@ def main(argv=None):
         "known": {},
         "slowest": [],
     }
-    start = time.perf_counter()
-    signal.signal(signal.SIGALRM, _alarm)
+    start, start_cpu = time.perf_counter(), time.process_time()
+    signal.signal(signal.SIGPROF, _cpu_limit)
+    signal.signal(signal.SIGALRM, _wall_limit)
 
     def flush():
         record["elapsed_s"] = round(time.perf_counter() - start, 1)
+        record["cpu_s"] = round(time.process_time() - start_cpu, 1)
         record["slowest"] = sorted(record["slowest"], key=lambda r: -r[0])[:10]
         out.write_text(json.dumps(record, indent=1, default=str))
 
@@ -116,8 +154,8 @@ def main(argv=None):
     @given(fit_cases(estimators, beyond=args.beyond))
     def run(case):
         estimator, params, spec = case
-        begin = time.perf_counter()
-        signal.alarm(args.timeout)
+        begin, begin_cpu = time.perf_counter(), time.process_time()
+        _arm(args.timeout, wall_timeout)
         try:
             outcome = check_case(estimator, params, spec, tolerate_known=True)
             trace, known = "", None
@@ -125,15 +163,20 @@ def main(argv=None):
             outcome = "failure:" + failure.kind
             detail, trace = failure.detail, traceback.format_exc()
             known = known_defect(failure)
-        except _Timeout:
-            outcome, detail = "failure:hang", f"no result after {args.timeout} s"
+        except _Timeout as timeout:
+            outcome = "failure:" + timeout.kind
+            detail = (
+                f"no result after {time.process_time() - begin_cpu:.2f} CPU s "
+                f"({time.perf_counter() - begin:.1f} s wall; limits "
+                f"{args.timeout} CPU s, {wall_timeout} wall s)"
+            )
             trace, known = traceback.format_exc(), None
         except Exception as exc:  # noqa: BLE001 - a checker bug is also recorded
             outcome, detail = "failure:checker-" + type(exc).__name__, str(exc)
             trace, known = traceback.format_exc(), None
         finally:
-            signal.alarm(0)
-        elapsed = time.perf_counter() - begin
+            _arm(0, 0)
+        elapsed = time.process_time() - begin_cpu
         if " | known: " in outcome:
             outcome, names = outcome.split(" | known: ")
             for name in names.split(", "):
@@ -163,7 +206,8 @@ def main(argv=None):
         if total % 100 == 0:
             flush()
             print(
-                f"{total} fits, {time.perf_counter() - start:.0f} s, "
+                f"{total} fits, {time.perf_counter() - start:.0f} s wall, "
+                f"{time.process_time() - start_cpu:.0f} s CPU, "
                 f"{dict(record['outcomes'])}",
                 flush=True,
             )
@@ -206,7 +250,10 @@ def main(argv=None):
         run()
     flush()
     total = sum(record["outcomes"].values())
-    print(f"\n{total} fits in {record['elapsed_s']} s (BLAS pinned to 1 thread)")
+    print(
+        f"\n{total} fits in {record['elapsed_s']} s wall, {record['cpu_s']} s CPU "
+        "(BLAS pinned to 1 thread)"
+    )
     print("outcomes:", dict(record["outcomes"]))
     for name, examples in record["known"].items():
         print(f"  known defect {name}: stepped over in {examples['count']} cases")

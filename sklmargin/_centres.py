@@ -4,9 +4,12 @@ Nyström approximates :math:`k(x, x') = \exp(-\gamma \lVert x - x' \rVert^2)` th
 its values on a few centres :math:`c_1, \dots, c_M`; which centres are taken decides
 how good the approximation is at a given width :math:`M`. Every selector here works
 on the *distinct* rows of the training data, each carrying the total sample weight
-of its copies, sorted (:func:`distinct_weighted_rows`): an integer sample weight is
-then exactly equivalent to repeating a row, and the result does not depend on the
-order of the rows.
+of its copies, in the order of a 128-bit hash of their content
+(:func:`distinct_weighted_rows`): an integer sample weight is then exactly
+equivalent to repeating a row, and the result does not depend on the order of the
+rows. Because the order and the weights come from the rows' hashes, a chunked
+(Dask) fit reproduces the in-memory choice from per-chunk ``(hash, weight)``
+pairs and fetches only the rows chosen (:func:`choose_centres`).
 
 Selectors (all weight-proportional):
 
@@ -35,13 +38,18 @@ from sklearn.utils import gen_batches
 
 __all__ = [
     "CENTRE_SELECTORS",
+    "HASH_DTYPE",
+    "choose_centres",
+    "distinct_row_hashes",
     "distinct_weighted_rows",
     "kmeans_centres",
     "kmeans_plusplus_centres",
     "rbf_kernel_block",
+    "row_hashes",
     "rpcholesky_centres",
     "select_centres",
     "uniform_centres",
+    "uniform_indices",
 ]
 
 # Temporaries per row block (distances to all centres) stay below this many bytes.
@@ -57,6 +65,96 @@ def _rows_per_block(row_bytes: int) -> int:
     return max(1, _BLOCK_BYTES // max(1, row_bytes))
 
 
+#: A row's hash: an *order* lane hashing the row rounded to float32, then two
+#: lanes hashing its exact float64 value; np.unique and np.searchsorted compare
+#: them field by field. Sorting by the rounded row first gives a float32 fit
+#: and a float64 fit of the same data one order, hence the same centres (as
+#: random Fourier features draw the same frequencies in both).
+HASH_DTYPE = np.dtype([("order", np.uint64), ("high", np.uint64), ("low", np.uint64)])
+# Lane seeds (hex digits of pi) and splitmix64's constants (Steele, Lea & Flood,
+# "Fast splittable pseudorandom number generators", OOPSLA 2014).
+_HASH_SEEDS = tuple(
+    np.uint64(seed)
+    for seed in (0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0)
+)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+
+def _mix64(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijection of uint64 in which every bit avalanches."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * _MIX[0]
+    h = h ^ (h >> np.uint64(27))
+    h = h * _MIX[1]
+    return h ^ (h >> np.uint64(31))
+
+
+def row_hashes(X: np.ndarray) -> np.ndarray:
+    """Return a hash of the content of every row of ``X``.
+
+    Chains of splitmix64 finalisers over the row's words, vectorised over the
+    rows (one pass per column): one lane over the row rounded to float32 (the
+    sort key), two over its exact float64 value (the identity). Rows equal as
+    numbers (``-0.0`` and ``0.0`` included, float32 or float64) have equal
+    hashes; two distinct rows collide with probability about :math:`2^{-128}`
+    per pair, so the hash serves as the row's identity, also across the chunks
+    of a Dask array.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        float32 or float64.
+
+    Returns
+    -------
+    hashes : ndarray of shape (n_samples,) and dtype :data:`HASH_DTYPE`
+    """
+    n_rows, n_features = X.shape
+    order, high, low = (np.full(n_rows, seed) for seed in _HASH_SEEDS)
+    with np.errstate(over="ignore"):  # beyond float32: the sort key is inf
+        for j in range(n_features):
+            # + 0.0 turns -0.0 into 0.0: np.unique counts them as one row.
+            column = X[:, j].astype(np.float64) + 0.0
+            rounded = column.astype(np.float32) + np.float32(0.0)
+            order = _mix64(order ^ rounded.view(np.uint32).astype(np.uint64))
+            exact = column.view(np.uint64)
+            high = _mix64(high ^ exact)
+            low = _mix64(low + exact * _GOLDEN)
+    hashes = np.empty(n_rows, dtype=HASH_DTYPE)
+    hashes["order"], hashes["high"], hashes["low"] = order, high, low
+    return hashes
+
+
+def distinct_row_hashes(X: np.ndarray, sample_weight: np.ndarray):
+    """Hashes, total weights and a first index of the distinct positive-weight rows.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense data.
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights.
+
+    Returns
+    -------
+    hashes : ndarray of shape (n_distinct,) and dtype :data:`HASH_DTYPE`
+        Sorted: the canonical order of the distinct rows.
+    weights : ndarray of shape (n_distinct,)
+        float64 sum of the sample weights of each distinct row's copies.
+    index : ndarray of shape (n_distinct,)
+        The row of ``X`` holding the first copy of each.
+    """
+    positive = np.flatnonzero(sample_weight > 0)
+    hashes, first, inverse = np.unique(
+        row_hashes(X[positive]), return_index=True, return_inverse=True
+    )
+    weights = np.bincount(
+        inverse.ravel(), weights=sample_weight[positive], minlength=hashes.shape[0]
+    )
+    return hashes, weights, positive[first]
+
+
 def distinct_weighted_rows(X: np.ndarray, sample_weight: np.ndarray):
     """Return the distinct positive-weight rows of ``X`` and their total weights.
 
@@ -70,17 +168,14 @@ def distinct_weighted_rows(X: np.ndarray, sample_weight: np.ndarray):
     Returns
     -------
     rows : ndarray of shape (n_distinct, n_features)
-        The distinct rows among those with positive weight, in lexicographic
-        order (``np.unique``), so independent of the order of ``X``.
+        The distinct rows among those with positive weight, in the order of
+        their hashes (:func:`row_hashes`), so independent of the order of ``X``
+        and computable chunk by chunk.
     weights : ndarray of shape (n_distinct,)
         float64 sum of the sample weights of each distinct row's copies.
     """
-    positive = sample_weight > 0
-    rows, inverse = np.unique(X[positive], axis=0, return_inverse=True)
-    weights = np.bincount(
-        inverse.ravel(), weights=sample_weight[positive], minlength=rows.shape[0]
-    )
-    return rows, weights
+    _, weights, index = distinct_row_hashes(X, sample_weight)
+    return X[index], weights
 
 
 def rbf_kernel_block(
@@ -114,18 +209,23 @@ def rbf_kernel_block(
     K : ndarray of shape (n_a, n_b)
     """
     dtype = A.dtype
-    A = A * dtype.type(np.sqrt(gamma))
-    B = B * dtype.type(np.sqrt(gamma))
+    root = float(np.sqrt(gamma))
     # Scaled rows beyond ~1e17 square past float32 (a user's gamma on huge
-    # data): such a block is computed in float64, where exp(-d) is exactly 0.
-    limit = np.sqrt(np.finfo(dtype).max) / (4 * max(A.shape[1], 1))
-    largest = max(np.max(np.abs(A), initial=0.0), np.max(np.abs(B), initial=0.0))
+    # data, or float32 rows of 1e30 asked of a float64 model): such a block is
+    # computed in float64, where exp(-d) is exactly 0. Judged before scaling,
+    # which would itself overflow.
+    limit = float(np.sqrt(np.finfo(dtype).max)) / (4 * max(A.shape[1], 1))
+    largest = root * max(
+        float(np.max(np.abs(A), initial=0.0)), float(np.max(np.abs(B), initial=0.0))
+    )
     if dtype != np.float64 and largest > limit:
-        K = rbf_kernel_block(A.astype(np.float64), B.astype(np.float64), 1.0)
+        K = rbf_kernel_block(A.astype(np.float64), B.astype(np.float64), gamma)
         if out is None:
             return K.astype(dtype)
         out[...] = K
         return out
+    A = A * dtype.type(root)
+    B = B * dtype.type(root)
     K = np.matmul(A, B.T, out=out)
     K *= -2.0
     K += np.einsum("ij,ij->i", A, A)[:, None]
@@ -136,14 +236,37 @@ def rbf_kernel_block(
     return K
 
 
-def uniform_centres(rows, weights, n_centres, gamma, rng):
-    r"""Draw ``n_centres`` rows without replacement, with probability ∝ weight.
+def uniform_indices(weights, n_centres, rng):
+    r"""Draw the sorted indices of ``n_centres`` rows, ∝ weight, without replacement.
 
     Successive weighted sampling by exponential races (Efraimidis & Spirakis
     2006): row :math:`i` gets the key :math:`E_i / w_i` with
     :math:`E_i \sim \mathrm{Exp}(1)`; the ``n_centres`` smallest keys win. This is
     the same law as drawing one row at a time with probability ∝ weight among
-    those not yet drawn, in one vectorised pass.
+    those not yet drawn, in one vectorised pass. It needs the weights only, so
+    a chunked fit draws the same indices from gathered weights.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_distinct,)
+        Positive weights, in the canonical order of the rows.
+    n_centres : int
+        Number of rows to draw, ``< n_distinct``.
+    rng : numpy.random.RandomState
+        Source of randomness.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_centres,)
+    """
+    keys = rng.standard_exponential(weights.shape[0]) / weights
+    return np.sort(np.argpartition(keys, n_centres - 1)[:n_centres])
+
+
+def uniform_centres(rows, weights, n_centres, gamma, rng):
+    r"""Draw ``n_centres`` rows without replacement, with probability ∝ weight.
+
+    The rows at :func:`uniform_indices`.
 
     Parameters
     ----------
@@ -162,9 +285,7 @@ def uniform_centres(rows, weights, n_centres, gamma, rng):
     -------
     centres : ndarray of shape (n_centres, n_features)
     """
-    keys = rng.standard_exponential(rows.shape[0]) / weights
-    chosen = np.sort(np.argpartition(keys, n_centres - 1)[:n_centres])
-    return rows[chosen]
+    return rows[uniform_indices(weights, n_centres, rng)]
 
 
 def _kmeans_plusplus_indices(rows, weights, n_centres, rng):
@@ -370,6 +491,53 @@ CENTRE_SELECTORS: dict[str, Callable] = {
 }
 
 
+def choose_centres(weights, rows_at, n_centres, gamma, method, rng, max_rows=None):
+    """Choose the centres from the weights of the distinct rows and a row fetcher.
+
+    The one place that decides which centres a fit takes, in memory or over
+    chunks: with at most ``n_centres`` distinct rows all of them; for
+    ``"uniform"`` the rows at :func:`uniform_indices` (only those are fetched);
+    for the adaptive selectors, which read every row, the selector on all
+    distinct rows -- or, when there are more than ``max_rows`` (a chunked fit
+    that cannot gather them all), on an unweighted uniform sample of
+    ``max_rows`` of them that keeps their weights.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_distinct,)
+        Total weights of the distinct rows, in canonical (hash) order.
+    rows_at : callable
+        ``rows_at(indices)`` returns the distinct rows at sorted ``indices``.
+    n_centres, gamma, method, rng
+        As in :func:`select_centres`.
+    max_rows : int, default=None
+        Most rows the adaptive selectors may read; None means no limit.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_chosen, n_features)
+    sampled : bool
+        Whether the adaptive selector saw a sample only (``max_rows`` reached),
+        so that the centres differ from an unlimited choice's.
+    """
+    try:
+        selector = CENTRE_SELECTORS[method]
+    except KeyError:
+        raise ValueError(
+            f"centres must be one of {sorted(CENTRE_SELECTORS)}, got {method!r}."
+        ) from None
+    n_distinct = weights.shape[0]
+    if n_distinct <= n_centres:
+        return rows_at(np.arange(n_distinct)), False
+    if selector is uniform_centres:
+        return rows_at(uniform_indices(weights, n_centres, rng)), False
+    if max_rows is None or n_distinct <= max_rows:
+        rows = rows_at(np.arange(n_distinct))
+        return selector(rows, weights, n_centres, gamma, rng), False
+    pool = uniform_indices(np.ones(n_distinct), max(max_rows, n_centres + 1), rng)
+    return selector(rows_at(pool), weights[pool], n_centres, gamma, rng), True
+
+
 def select_centres(X, sample_weight, n_centres, gamma, method, rng):
     """Choose at most ``n_centres`` Nyström centres among the rows of ``X``.
 
@@ -394,13 +562,8 @@ def select_centres(X, sample_weight, n_centres, gamma, method, rng):
         In the dtype of ``X``; all distinct positive-weight rows when there are at
         most ``n_centres`` of them.
     """
-    try:
-        selector = CENTRE_SELECTORS[method]
-    except KeyError:
-        raise ValueError(
-            f"centres must be one of {sorted(CENTRE_SELECTORS)}, got {method!r}."
-        ) from None
-    rows, weights = distinct_weighted_rows(X, sample_weight)
-    if rows.shape[0] <= n_centres:
-        return rows
-    return selector(rows, weights, n_centres, gamma, rng)
+    _, weights, index = distinct_row_hashes(X, sample_weight)
+    centres, _ = choose_centres(
+        weights, lambda chosen: X[index[chosen]], n_centres, gamma, method, rng
+    )
+    return centres

@@ -51,6 +51,12 @@ def _rows_per_block(row_bytes: int) -> int:
     return max(1, _BLOCK_BYTES // max(1, row_bytes))
 
 
+def _peak(X) -> float:
+    """Largest magnitude of a dense or CSR block (0 when empty)."""
+    data = X.data if sp.issparse(X) else X
+    return float(np.max(np.abs(data), initial=0.0))
+
+
 def _weighted_variance(X, sample_weight: np.ndarray) -> float:
     """Return the sample-weighted variance of all entries of ``X``.
 
@@ -360,14 +366,26 @@ class RandomFourierFeatures(
         n_samples = X.shape[0]
         out = np.empty((n_samples, n_out), dtype=dtype)
         block = _rows_per_block(weights.shape[1] * dtype.itemsize)
+        # |x . w| <= max|x| * max_j |w_j|_1: beyond float32 the projection is
+        # inf and cos(inf) NaN (float32 rows of 1e37 asked of a model fitted
+        # in float64), so such blocks are projected in float64; the features
+        # are bounded by 1 and cast back.
+        reach = float(np.max(np.abs(self.random_weights_).sum(axis=0), initial=0.0))
+        limit = float(np.finfo(dtype).max) / 4.0
         for rows in gen_batches(n_samples, block):
-            projection = np.asarray(X[rows] @ weights)
+            X_block, block_weights, block_offset = X[rows], weights, offset
+            if dtype != np.float64 and _peak(X_block) * reach > limit:
+                X_block = X_block.astype(np.float64)
+                block_weights = self.random_weights_
+                block_offset = self.random_offset_
+            projection = np.asarray(X_block @ block_weights)
             np.cos(projection[:, :n_pairs], out=out[rows, :n_pairs])
             np.sin(projection[:, :n_pairs], out=out[rows, n_pairs : 2 * n_pairs])
             if n_odd:
-                odd = out[rows, 2 * n_pairs :]
-                np.add(projection[:, n_pairs:], offset, out=odd)
-                np.cos(odd, out=odd)
+                np.cos(
+                    projection[:, n_pairs:] + block_offset,
+                    out=out[rows, 2 * n_pairs :],
+                )
             out[rows] *= scale
         return out
 

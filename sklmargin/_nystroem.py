@@ -235,7 +235,16 @@ class NystroemFeatures(
         centres = select_centres(
             X, sample_weight, int(self.n_components), self.gamma_, self.centres, rng
         )
-        self.components_ = np.ascontiguousarray(centres, dtype=X.dtype)
+        return self._fit_centres(centres, X.dtype)
+
+    def _fit_centres(self, centres, dtype):
+        """Factor the kernel matrix of chosen ``centres``; set the fitted basis.
+
+        The second half of :meth:`fit`, after ``gamma_`` is resolved and the
+        centres are chosen; the Dask fit, which chooses the same centres from
+        chunk statistics, calls it too.
+        """
+        self.components_ = np.ascontiguousarray(centres, dtype=dtype)
 
         # The M x M factorisation runs in float64 whatever the input dtype: it is
         # small, and its accuracy bounds that of every feature.
@@ -248,9 +257,7 @@ class NystroemFeatures(
         kernel.flat[:: n_centres + 1] += n_centres * eps64
         eigenvalues, eigenvectors = np.linalg.eigh(kernel)
         eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
-        threshold = eigenvalues[0] * max(
-            10.0 * np.finfo(X.dtype).eps, n_centres * eps64
-        )
+        threshold = eigenvalues[0] * max(10.0 * np.finfo(dtype).eps, n_centres * eps64)
         keep = eigenvalues > threshold
         eigenvalues, eigenvectors = eigenvalues[keep], eigenvectors[:, keep]
         # LAPACK fixes an eigenvector only up to sign: make the largest entry
@@ -260,7 +267,7 @@ class NystroemFeatures(
         eigenvectors *= signs
         self.eigenvalues_ = eigenvalues
         self.normalization_ = (eigenvectors / np.sqrt(eigenvalues)).astype(
-            X.dtype, copy=False
+            dtype, copy=False
         )
         self.n_components_ = int(eigenvalues.shape[0])
         return self

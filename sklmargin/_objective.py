@@ -21,6 +21,9 @@ from ._modifiers import with_support_vectors
 from ._rows import TINY_NORM, PreparedRows, lifted_norms
 from ._validation import check_weights
 
+# Room left by a logit scale for |f|, |f'| (~1e3 at the float32 cosine clip).
+_SCALE_HEADROOM = 2.0**16
+
 
 class PointwiseResult(NamedTuple):
     """What :func:`pointwise_loss_gradient` returns."""
@@ -318,6 +321,13 @@ def checked_logit_scale(margin, s, norms, w_norm, dtype, remedy):
     return scale
 
 
+def _scale_fits(scale, dtype):
+    """Whether logits and gradients at ``scale`` stay well inside ``dtype``."""
+    with np.errstate(invalid="ignore"):
+        largest = np.max(np.abs(np.asarray(scale, dtype=np.float64)), initial=0.0)
+    return bool(largest < np.finfo(dtype).max / _SCALE_HEADROOM)
+
+
 def margin_free_logits(
     margin, X, coef, intercept, *, s, constant=0.0, constant_coef=None
 ):
@@ -346,9 +356,11 @@ def margin_free_logits(
     """
     dtype = X.dtype
     raw = np.asarray(X @ coef.T.astype(dtype, copy=False))
+    remedy = "predict with float64 input, or refit with a smaller s"
     if not margin.uses_angle:
-        z = raw * np.asarray(margin.logit_scale(s, None, None), dtype=dtype)
-        return z + intercept.astype(dtype, copy=False)
+        # Checked like the angle losses' scale: s = 1e39 cast to float32 is inf.
+        scale = checked_logit_scale(margin, s, None, None, dtype, remedy)
+        return raw * scale.astype(dtype) + intercept.astype(dtype, copy=False)
     squared_w = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
     if constant:
         raw += (constant * constant_coef).astype(dtype)
@@ -359,10 +371,7 @@ def margin_free_logits(
     inverse = 1.0 / np.maximum(norms.astype(np.float64), TINY_NORM)
     raw *= inverse.astype(dtype)[:, None]
     raw *= (1.0 / w_norm).astype(dtype)[None, :]
-    scale = checked_logit_scale(
-        margin, s, norms, w_norm, dtype, "predict with float64 input, or refit "
-        "with a smaller s"
-    )  # fmt: skip
+    scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
     raw *= scale.astype(dtype)
     return raw + intercept.astype(dtype, copy=False)
 
@@ -482,7 +491,16 @@ class LinearMarginObjective:
         else:
             w_hat, w_norm = coef, None
         cos = np.asarray(self.X @ w_hat.T.astype(self.dtype))
-        scale = self.margin.logit_scale(self.s, self.norms, w_norm)
+        with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: see below
+            scale = self.margin.logit_scale(self.s, self.norms, w_norm)
+        if cos.dtype != np.float64 and not _scale_fits(scale, cos.dtype):
+            # A line-search trial far out (L-Softmax's |x||w|, huge |w|, float32
+            # rows of 1e20), or an s beyond float32 on tiny rows (A-Softmax's
+            # s |x|), would overflow the dtype: evaluated in float64, it is a
+            # large finite objective L-BFGS backtracks from, not inf/NaN.
+            cos = cos.astype(np.float64)
+            norms = None if self.norms is None else self.norms.astype(np.float64)
+            scale = self.margin.logit_scale(self.s, norms, w_norm)
         return cos, scale, w_hat, w_norm
 
     def _pointwise(self, params, *, state, return_scale_grad=False):

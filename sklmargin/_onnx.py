@@ -11,222 +11,37 @@ softmax and argmax:
 .. math::
 
     z(x) = \begin{cases}
-      s\,\dfrac{\phi(x) A + a}{\max(\sqrt{|\phi(x)|^2 + c^2},\ \epsilon)} + b
+      \dfrac{\phi(x) A + a}{\max(\sqrt{|\phi(x)|^2 + c^2},\ \epsilon)} + b
         & \text{losses that normalise } x \text{ (NormFace, AM-Softmax, ArcFace)}\\[1ex]
       \phi(x) A + b & \text{the others (softmax, L-Softmax, A-Softmax)}
     \end{cases}
 
 where :math:`\phi` is the identity or the kernel estimator's feature map,
-:math:`A` the prototypes (transposed, with A-Softmax's ``s`` folded in),
-:math:`a = c\cdot` ``constant_coef_`` the lifting feature's contribution and
+:math:`A` the prototypes (transposed) with the logit scale folded in, per
+class: ``s / |w_j|`` for the cosine losses, ``s`` for A-Softmax and 1 for
+L-Softmax (whose ``|x|`` and ``|w_j|`` cancel against the cosine's norms),
+:math:`a` the lifting feature's contribution ``c * constant_coef_`` scaled
+alike, and
 :math:`b` the intercepts. Every read of the estimators' fitted attributes is in
-:func:`_logit_description`, the one place to change when they change.
+:func:`~sklmargin._onnx_description._logit_description`, the one place to
+change when they change.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from ._onnx_description import (
+    _logit_description,
+    _map_description,
+    _NystroemDescription,
+)
 
 __all__ = ["register_onnx_converters", "to_onnx"]
 
 _ALIAS_LINEAR = "SklmarginMarginSoftmaxClassifier"
 _ALIAS_KERNEL = "SklmarginKernelMarginSoftmaxClassifier"
 _ALIAS_FOURIER = "SklmarginRandomFourierFeatures"
-
-
-@dataclass(frozen=True)
-class _FourierDescription:
-    """``z(x) = scale * [cos(x W_p), sin(x W_p), cos(x W_o + offset)]``."""
-
-    pair_weights: np.ndarray  # (n_features, p)
-    odd_weights: np.ndarray  # (n_features, 0 or 1)
-    odd_offset: np.ndarray  # (0 or 1,)
-    scale: float  # sqrt(2 / n_components)
-
-
-@dataclass(frozen=True)
-class _NystroemDescription:
-    """``z(x) = exp(-|x' - c'|^2) @ normalization``, ``x' = (x - offset) sqrt(g)``."""
-
-    offset: np.ndarray  # (n_features,)
-    root_gamma: float
-    centres: np.ndarray  # (n_features, M): the scaled centres, transposed
-    centre_squares: np.ndarray  # (M,)
-    normalization: np.ndarray  # (M, n_components_)
-
-
-@dataclass(frozen=True)
-class _LogitDescription:
-    """Margin-free logits of a fitted classifier, as plain arrays.
-
-    ``normalise=False``: ``z = phi(x) @ matrix + bias``.
-    ``normalise=True``:
-    ``z = scale * (phi(x) @ matrix + inner_bias) / max(sqrt(|phi(x)|^2 +
-    norm_offset), tiny) + bias``.
-    """
-
-    feature_map: _FourierDescription | _NystroemDescription | None
-    matrix: np.ndarray  # (n_features_mapped, n_classes)
-    bias: np.ndarray  # (n_classes,)
-    normalise: bool
-    inner_bias: np.ndarray  # (n_classes,), used when normalise
-    norm_offset: float  # c^2, used when normalise
-    scale: float  # s, used when normalise
-    tiny: float  # floor of the row norm, used when normalise
-
-
-def _map_description(feature_map):
-    """Read the fitted arrays of a feature map (random Fourier or Nyström)."""
-    from ._features import RandomFourierFeatures
-    from ._nystroem import NystroemFeatures
-
-    if isinstance(feature_map, NystroemFeatures):
-        # The same arithmetic as NystroemFeatures.transform: centre on the
-        # centres' mean, scale by sqrt(gamma), squared distances by a GEMM.
-        components = np.asarray(feature_map.components_, dtype=np.float64)
-        offset = components.mean(axis=0)
-        root = float(np.sqrt(feature_map.gamma_))
-        centres = (components - offset) * root
-        return _NystroemDescription(
-            offset=offset,
-            root_gamma=root,
-            centres=centres.T.copy(),
-            centre_squares=np.einsum("ij,ij->i", centres, centres),
-            normalization=np.asarray(feature_map.normalization_, dtype=np.float64),
-        )
-    if not isinstance(feature_map, RandomFourierFeatures):
-        raise NotImplementedError(
-            "ONNX export supports the feature maps NystroemFeatures and "
-            "RandomFourierFeatures; got "
-            f"{type(feature_map).__module__}.{type(feature_map).__name__}."
-        )
-    weights = np.asarray(feature_map.random_weights_, dtype=np.float64)
-    offset = np.asarray(feature_map.random_offset_, dtype=np.float64)
-    n_odd = offset.shape[0]
-    n_pairs = weights.shape[1] - n_odd
-    n_out = 2 * n_pairs + n_odd
-    return _FourierDescription(
-        pair_weights=weights[:, :n_pairs],
-        odd_weights=weights[:, n_pairs:],
-        odd_offset=offset,
-        scale=float(np.sqrt(2.0 / n_out)),
-    )
-
-
-def _scale_form(margin, s):
-    """Classify the margin's own ``logit_scale`` by probing it.
-
-    The ONNX graph cannot call Python, so the scale rule is read off the one
-    function training and prediction use (:meth:`Margin.logit_scale`) instead
-    of being written again here. Returns ``(form, factor)`` with form
-    "constant" (``factor``), "row" (``factor * |x|``) or "entry"
-    (``factor * |x| |w_j|``); any other rule raises NotImplementedError.
-    """
-    norms = np.array([1.0, 2.5, 4.0])
-    w_norm = np.array([1.0, 3.0])
-    scale = np.broadcast_to(
-        np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64), (3, 2)
-    )
-    factor = float(scale[0, 0])
-    candidates = {
-        "constant": np.full((3, 2), factor),
-        "row": factor * norms[:, None] * np.ones((1, 2)),
-        "entry": factor * norms[:, None] * w_norm[None, :],
-    }
-    for form, expected in candidates.items():
-        if np.allclose(scale, expected, rtol=1e-12, atol=0.0):
-            return form, factor
-    raise NotImplementedError(
-        f"ONNX export supports logit scales that are constant, proportional to "
-        f"|x| or to |x||w|; {type(margin).__name__}.logit_scale is none of these."
-    )
-
-
-def _logit_description(estimator):
-    """Describe the margin-free logits of a fitted estimator (plain arrays).
-
-    The ONE place that reads the estimators' fitted attributes (``coef_``,
-    ``constant_coef_``, ``constant_feature_``, ``intercept_``, ``s_``,
-    ``margin_``, ``feature_map_``). Prediction is
-    ``z = logit_scale * cos([x, c], [w, w_c]) + b``
-    (:func:`sklmargin._objective.margin_free_logits`); with a scale that is
-    constant this needs the row norm in the graph, with a scale proportional to
-    ``|x|`` (or ``|x||w_j|``) the norms cancel and the logits are linear in x.
-    """
-    from sklearn.utils.validation import check_is_fitted
-
-    from ._rows import TINY_NORM
-
-    check_is_fitted(estimator)
-    margin = estimator.margin_
-    feature_map = getattr(estimator, "feature_map_", None)
-    fourier = None if feature_map is None else _map_description(feature_map)
-    coef = np.asarray(estimator.coef_, dtype=np.float64)
-    bias = np.asarray(estimator.intercept_, dtype=np.float64)
-    n_classes = coef.shape[0]
-    form, factor = _scale_form(margin, estimator.s_)
-    if not margin.uses_angle:  # raw inner products times a constant scale
-        return _LogitDescription(
-            fourier, factor * coef.T, bias, False, np.zeros(n_classes), 0.0, 1.0, 0.0
-        )
-    c = float(estimator.constant_feature_)
-    constant_coef = np.asarray(estimator.constant_coef_, dtype=np.float64)
-    w_norm = np.maximum(
-        np.sqrt(np.sum(coef**2, axis=1) + constant_coef**2), float(TINY_NORM)
-    )
-    inner_bias = c * constant_coef if c > 0 else np.zeros(n_classes)
-    if form == "constant":  # s [x, c].[w, w_c] / (|[x, c]| |w|) + b
-        return _LogitDescription(
-            feature_map=fourier,
-            matrix=coef.T / w_norm,
-            bias=bias,
-            normalise=True,
-            inner_bias=inner_bias / w_norm,
-            norm_offset=c * c,
-            scale=factor,
-            tiny=float(TINY_NORM),
-        )
-    # |x| (and |w_j|) cancel against the cosine's denominators: linear in x.
-    per_class = factor / w_norm if form == "row" else np.full(n_classes, factor)
-    return _LogitDescription(
-        feature_map=fourier,
-        matrix=coef.T * per_class,
-        bias=bias + inner_bias * per_class,
-        normalise=False,
-        inner_bias=np.zeros(n_classes),
-        norm_offset=0.0,
-        scale=1.0,
-        tiny=0.0,
-    )
-
-
-def _logits_from_description(description, X):
-    """NumPy evaluation of a description, in float64 (the reference of tests)."""
-    features = np.asarray(X, dtype=np.float64)
-    fourier = description.feature_map
-    if isinstance(fourier, _NystroemDescription):
-        scaled = (features - fourier.offset) * fourier.root_gamma
-        squared = (
-            np.einsum("ij,ij->i", scaled, scaled)[:, None]
-            + fourier.centre_squares[None, :]
-            - 2.0 * scaled @ fourier.centres
-        )
-        features = np.exp(-np.maximum(squared, 0.0)) @ fourier.normalization
-    elif fourier is not None:
-        pairs = features @ fourier.pair_weights
-        odd = features @ fourier.odd_weights + fourier.odd_offset
-        features = fourier.scale * np.hstack(
-            [np.cos(pairs), np.sin(pairs), np.cos(odd)]
-        )
-    raw = features @ description.matrix
-    if description.normalise:
-        norms = np.sqrt(np.sum(features**2, axis=1) + description.norm_offset)
-        raw = (raw + description.inner_bias) * (
-            description.scale / np.maximum(norms, description.tiny)
-        )[:, None]
-    return raw + description.bias
 
 
 # -- graph building ------------------------------------------------------------
@@ -328,29 +143,63 @@ def _map_graph(graph, fourier, X, output=None):
     return graph.node("Mul", [joined, graph.const("scale", fourier.scale)], output)
 
 
+def _row_max(graph, values):
+    """``max_j values[i, j]`` as an (n, 1) column, at any opset."""
+    if graph.container.target_opset >= 18:  # axes became an input in opset 18
+        axes = graph.const("axes", [1], dtype=np.int64)
+        return graph.node("ReduceMax", [values, axes], keepdims=1)
+    return graph.node("ReduceMax", [values], axes=[1], keepdims=1)
+
+
+def _normalised_logits_graph(graph, description, features):
+    r"""Nodes of ``([phi, c] . [A, a]) / max(|[phi, c]|, tiny)``, overflow-free.
+
+    Squared raw rows overflow float32 beyond about 1e19 (and underflow below
+    about 1e-19): the norm became inf (or 0) and the logits the bias alone
+    (or huge). As :func:`sklmargin._rows.row_norms` does, each row is first
+    divided by its peak :math:`p = \max(\max_j |\phi_j|, c, \mathrm{tiny})`:
+    the quotient is unchanged and every entry of :math:`[\phi, c] / p` lies in
+    :math:`[-1, 1]`. Its norm is :math:`\ge 1` unless the peak is the ``tiny``
+    floor, so the floor :math:`\max(|[\phi, c]|, \mathrm{tiny})` becomes
+    :math:`\max(|[\phi, c]| / p, 1)`.
+    """
+    lift = description.lift
+    peak = _row_max(graph, graph.node("Abs", [features]))
+    peak = graph.node("Max", [peak, graph.const("floor", max(lift, description.tiny))])
+    inverse = graph.node("Reciprocal", [peak])
+    scaled = graph.node("Mul", [features, inverse])
+    raw = graph.node("MatMul", [scaled, graph.const("matrix", description.matrix)])
+    if np.any(description.inner_bias):
+        inner = graph.node(
+            "Mul", [inverse, graph.const("inner", description.inner_bias)]
+        )
+        raw = graph.node("Add", [raw, inner])
+    # |phi / p|^2 as (phi * phi) @ ones: a MatMul, valid at every opset
+    # (ReduceSumSquare moved its axes to an input in opset 18).
+    n_mapped = description.matrix.shape[0]
+    squares = graph.node("Mul", [scaled, scaled])
+    sq_norm = graph.node(
+        "MatMul", [squares, graph.const("ones", np.ones((n_mapped, 1)))]
+    )
+    if lift > 0:  # + (c / p)^2, with c / p <= 1
+        lift_scaled = graph.node("Mul", [inverse, graph.const("lift", lift)])
+        sq_norm = graph.node(
+            "Add", [sq_norm, graph.node("Mul", [lift_scaled, lift_scaled])]
+        )
+    norm = graph.node("Max", [graph.node("Sqrt", [sq_norm]), graph.const("one", 1.0)])
+    return graph.node("Div", [raw, norm])
+
+
 def _logits_graph(graph, description, X):
     features = X
     if description.feature_map is not None:
         features = _map_graph(graph, description.feature_map, X)
-    raw = graph.node("MatMul", [features, graph.const("matrix", description.matrix)])
     if description.normalise:
-        if np.any(description.inner_bias):
-            raw = graph.node("Add", [raw, graph.const("inner", description.inner_bias)])
-        # |phi(x)|^2 as (phi * phi) @ ones: a MatMul, valid at every opset
-        # (ReduceSumSquare moved its axes to an input in opset 18).
-        n_mapped = description.matrix.shape[0]
-        squares = graph.node("Mul", [features, features])
-        sq_norm = graph.node(
-            "MatMul", [squares, graph.const("ones", np.ones((n_mapped, 1)))]
+        raw = _normalised_logits_graph(graph, description, features)
+    else:
+        raw = graph.node(
+            "MatMul", [features, graph.const("matrix", description.matrix)]
         )
-        if description.norm_offset > 0:
-            sq_norm = graph.node(
-                "Add", [sq_norm, graph.const("offset", description.norm_offset)]
-            )
-        norm = graph.node("Sqrt", [sq_norm])
-        norm = graph.node("Max", [norm, graph.const("tiny", description.tiny)])
-        raw = graph.node("Div", [raw, norm])
-        raw = graph.node("Mul", [raw, graph.const("s", description.scale)])
     return graph.node("Add", [raw, graph.const("bias", description.bias)])
 
 
@@ -395,9 +244,28 @@ def _convert_fourier(scope, operator, container):
     )
 
 
+def _classifier_shape(operator):
+    """skl2onnx's classifier shapes, after sklearn's fitted check.
+
+    skl2onnx calls the shape calculator before the converter, and its own one
+    fails on an unfitted classifier with a RuntimeError about the number of
+    classes; checking here gives the NotFittedError every sklearn user expects,
+    also to callers of ``skl2onnx.to_onnx`` after registration.
+    """
+    from skl2onnx.common.shape_calculator import (
+        calculate_linear_classifier_output_shapes,
+    )
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(operator.raw_operator)
+    calculate_linear_classifier_output_shapes(operator)
+
+
 def _fourier_shape(operator):
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+    from sklearn.utils.validation import check_is_fitted
 
+    check_is_fitted(operator.raw_operator)  # see _classifier_shape
     dtype = _input_dtype(operator.inputs[0])
     tensor_type = DoubleTensorType if dtype == np.float64 else FloatTensorType
     n_samples = operator.inputs[0].get_first_dimension()
@@ -425,9 +293,6 @@ def register_onnx_converters():
     """
     try:
         from skl2onnx import update_registered_converter
-        from skl2onnx.common.shape_calculator import (
-            calculate_linear_classifier_output_shapes,
-        )
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
             "ONNX export needs skl2onnx and onnxruntime: pip install 'sklmargin[onnx]'."
@@ -445,7 +310,7 @@ def register_onnx_converters():
         update_registered_converter(
             cls,
             alias,
-            calculate_linear_classifier_output_shapes,
+            _classifier_shape,
             _convert_classifier,
             options=classifier_options,
         )
@@ -483,8 +348,10 @@ def to_onnx(estimator, X, *, zipmap=False, target_opset=None):
 
     Raises
     ------
+    sklearn.exceptions.NotFittedError
+        If ``estimator`` (or one of our estimators inside it) is not fitted.
     NotImplementedError
-        For a kernel estimator with ``kernel_approximation="nystroem"``.
+        For what the graph cannot compute exactly (see the message).
 
     Examples
     --------
@@ -497,8 +364,14 @@ def to_onnx(estimator, X, *, zipmap=False, target_opset=None):
         session = ort.InferenceSession(model.SerializeToString())
         labels, proba = session.run(None, {"X": X_test.astype("float32")})
     """
+    from sklearn.utils.validation import check_is_fitted
+
     register_onnx_converters()
     import skl2onnx
+
+    # Before skl2onnx, whose shape calculators fail on unfitted estimators of
+    # other libraries with their own errors (ours check it themselves).
+    check_is_fitted(estimator)
 
     from ._estimators import BaseMarginSoftmax
 

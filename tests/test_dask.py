@@ -69,7 +69,7 @@ CONFIGS = [
         KernelMarginSoftmaxClassifier,
         {"n_components": 60, "kernel_approximation": "orf"},
     ),
-    # A basis no larger than n_components per chunk: the in-memory basis.
+    # The in-memory centres however many distinct rows (issue 19, item 7).
     (
         KernelMarginSoftmaxClassifier,
         {"n_components": 400, "kernel_approximation": "nystroem"},
@@ -189,6 +189,90 @@ def test_cluster_kernel_matches_in_memory(cluster_client):
     assert_allclose(
         fitted.feature_map_.random_weights_, clf.feature_map_.random_weights_
     )
+
+
+# -- issue 19, item 7: the Nystroem centres are the in-memory fit's ----------
+@pytest.mark.parametrize("centres", ["uniform", "kmeans", "rpcholesky"])
+@pytest.mark.parametrize(
+    "n, n_components, weighted, chunks",
+    [
+        (40, 20, True, 10),  # every chunk below n_components, union above it
+        (1500, 40, False, 300),  # every chunk above n_components
+        (600, 30, True, 100),
+    ],
+)
+def test_nystroem_selects_the_in_memory_centres(
+    sync, centres, n, n_components, weighted, chunks
+):
+    X, y = _data(n=n)
+    X = np.vstack([X, X[:7]])  # rows repeated across chunks
+    y = np.r_[y, y[:7]]
+    rng = np.random.default_rng(1)
+    weights = rng.uniform(0.0, 5.0, len(y)) * (rng.uniform(size=len(y)) > 0.2)
+    fit_kwargs = {"sample_weight": weights} if weighted else {}
+    params = dict(n_components=n_components, centres=centres, random_state=0)
+    expected = KernelMarginSoftmaxClassifier(class_weight="balanced", **params)
+    expected.fit(X, y, **fit_kwargs)
+    X_dask, y_dask, w_dask = _dask(X, y, weights, chunks=chunks)
+    fitted = KernelMarginSoftmaxClassifier(**expected.get_params()).fit(
+        X_dask, y_dask, **({"sample_weight": w_dask} if weighted else {})
+    )
+    assert not fitted.nystroem_basis_sampled_
+    assert_allclose(
+        fitted.feature_map_.components_,
+        expected.feature_map_.components_,
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    assert_allclose(fitted.predict_proba(X), expected.predict_proba(X), atol=1e-6)
+
+
+def test_nystroem_float32_and_float64_take_the_same_centres():
+    X, y = _data(n=300)
+    params = dict(n_components=40, random_state=0)
+    fits = [
+        KernelMarginSoftmaxClassifier(**params).fit(X.astype(dtype), y)
+        for dtype in (np.float64, np.float32)
+    ]
+    assert_allclose(
+        fits[1].feature_map_.components_, fits[0].feature_map_.components_, rtol=1e-6
+    )
+
+
+def test_adaptive_centres_beyond_the_gather_budget_warn(sync, monkeypatch):
+    import sklmargin._dask_features as features_module
+
+    X, y = _data(n=400)
+    monkeypatch.setattr(features_module, "_GATHER_BYTES", 100 * X.shape[1] * 8)
+    X_dask, y_dask = _dask(X, y)
+    params = dict(n_components=30, random_state=0)
+    with pytest.warns(UserWarning, match="uniform sample of 100"):
+        kmeans = KernelMarginSoftmaxClassifier(centres="kmeans", **params)
+        kmeans.fit(X_dask, y_dask)
+    assert kmeans.nystroem_basis_sampled_
+    assert kmeans.feature_map_.components_.shape == (30, X.shape[1])
+    # The uniform draw needs no rows but the chosen ones: still the in-memory one.
+    expected = KernelMarginSoftmaxClassifier(**params).fit(X, y)
+    uniform = KernelMarginSoftmaxClassifier(**params).fit(X_dask, y_dask)
+    assert not uniform.nystroem_basis_sampled_
+    assert_array_equal(
+        uniform.feature_map_.components_, expected.feature_map_.components_
+    )
+
+
+def test_cluster_nystroem_selects_the_in_memory_centres(cluster_client):
+    # The (hash, weight) pairs and the chosen rows travel between processes.
+    X, y = _data(n=300)
+    weights = np.random.default_rng(3).uniform(0.0, 3.0, len(y))
+    clf = KernelMarginSoftmaxClassifier(
+        n_components=40, centres="rpcholesky", random_state=0
+    )
+    expected = clf.fit(X, y, sample_weight=weights).predict_proba(X)
+    fitted = KernelMarginSoftmaxClassifier(**clf.get_params()).fit(
+        *_dask(X, y, weights, chunks=100)
+    )
+    assert_array_equal(fitted.feature_map_.components_, clf.feature_map_.components_)
+    assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
 
 
 def _with_nan(X):

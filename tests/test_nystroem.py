@@ -177,10 +177,13 @@ def test_rpcholesky_beats_uniform_on_clustered_data():
 
 
 def test_distinct_weighted_rows_sums_weights_of_copies():
-    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, -0.0], [2.0, 2.0]])
     rows, weights = distinct_weighted_rows(X, np.array([1.0, 2.0, 3.0, 0.0]))
-    np.testing.assert_array_equal(rows, [[0.0, 1.0], [1.0, 0.0]])
-    np.testing.assert_array_equal(weights, [2.0, 4.0])
+    found = {tuple(row): weight for row, weight in zip(rows, weights, strict=True)}
+    assert found == {(0.0, 1.0): 2.0, (1.0, 0.0): 4.0}
+    # The order is the rows' hash order: the same for any order of X.
+    again, _ = distinct_weighted_rows(X[::-1], np.array([0.0, 3.0, 2.0, 1.0]))
+    np.testing.assert_array_equal(again, rows)
 
 
 def test_gamma_rules():

@@ -21,7 +21,8 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     RandomFourierFeatures,
 )
-from sklmargin._onnx import _logit_description, _logits_from_description
+from sklmargin._margins import AMSoftmax
+from sklmargin._onnx_description import _logit_description, _logits_from_description
 
 LOSSES = ["softmax", "normface", "am-softmax", "arcface", "l-softmax", "a-softmax"]
 # float32 probabilities: the brief's bar; float64 is exact up to rounding.
@@ -149,11 +150,126 @@ def test_kernel_classifier_on_nystroem_features(centres, dtype):
     _assert_same_predictions(_fit(clf, X, y), X)
 
 
+@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface"])
+@pytest.mark.parametrize("constant_feature", [1.0, None])
+@pytest.mark.parametrize(
+    "dtype, factor",
+    [
+        (np.float32, 1e19),
+        (np.float32, 1e30),
+        (np.float32, 1e-25),
+        (np.float64, 1e200),
+        (np.float64, 1e-200),
+    ],
+)
+def test_huge_and_tiny_rows_give_the_python_predictions(
+    loss, constant_feature, dtype, factor
+):
+    """Issue 19, item 5: squared rows overflowed (underflowed) in the graph."""
+    X, y = _data(3, np.float64, seed=6)
+    clf = _fit(
+        MarginSoftmaxClassifier(
+            loss=loss, constant_feature=constant_feature, max_iter=30
+        ),
+        X.astype(dtype),
+        y,
+    )
+    X_extreme = np.vstack([X * factor, np.zeros((1, X.shape[1]))]).astype(dtype)
+    _assert_same_predictions(clf, X_extreme)
+
+
+class _ClippedScale(AMSoftmax):
+    """A user's scale that the old probe at |x| = 1, 2.5, 4 saw as constant."""
+
+    name = "am-clipped-scale"
+
+    def logit_scale(self, s, norms, w_norm):
+        return s * np.clip(norms, 0.1, 1.0)[:, None]
+
+
+class _BatchScale(AMSoftmax):
+    """A user's scale that depends on the other rows of the batch."""
+
+    name = "am-batch-scale"
+
+    def logit_scale(self, s, norms, w_norm):
+        return s * np.full((len(norms), 1), np.median(norms))
+
+
+class _PerClassRowScale(AMSoftmax):
+    """A user's scale s_j |x|: exportable (per-class factors, linear in x)."""
+
+    name = "am-per-class-row-scale"
+    normalizes_X = False
+
+    def logit_scale(self, s, norms, w_norm):
+        return norms[:, None] * (s * np.arange(1.0, len(w_norm) + 1.0))[None, :]
+
+
+@pytest.mark.parametrize("margin", [_ClippedScale(), _BatchScale()])
+def test_a_scale_rule_the_graph_cannot_follow_is_refused(margin):
+    """Issue 19, item 6: exported silently, probabilities off by up to 0.82."""
+    pytest.importorskip("skl2onnx")
+    from sklmargin import to_onnx
+
+    X, y = _data(3, np.float64, seed=7)
+    clf = _fit(MarginSoftmaxClassifier(loss=margin, s=10.0, max_iter=30), X, y)
+    with pytest.raises(NotImplementedError, match=r"logit_scale is neither"):
+        to_onnx(clf, X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_users_proportional_scale_is_exported(dtype):
+    X, y = _data(3, dtype, seed=7)
+    clf = MarginSoftmaxClassifier(loss=_PerClassRowScale(), s=2.0, max_iter=30)
+    _assert_same_predictions(_fit(clf, X, y), X * dtype(3.0))
+
+
 def test_unfitted_estimator_is_rejected():
     from sklearn.exceptions import NotFittedError
 
     with pytest.raises(NotFittedError):
         _logit_description(MarginSoftmaxClassifier())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        MarginSoftmaxClassifier,
+        KernelMarginSoftmaxClassifier,
+        RandomFourierFeatures,
+        lambda: make_pipeline(StandardScaler(), MarginSoftmaxClassifier()),
+    ],
+)
+def test_to_onnx_of_an_unfitted_estimator_raises_not_fitted(make):
+    """Issue 19, item 4: skl2onnx's RuntimeError surfaced instead."""
+    pytest.importorskip("skl2onnx")
+    from sklearn.exceptions import NotFittedError
+
+    from sklmargin import to_onnx
+
+    X = np.zeros((2, 3), dtype=np.float32)
+    with pytest.raises(NotFittedError):
+        to_onnx(make(), X)
+
+
+def test_skl2onnx_on_an_unfitted_estimator_raises_not_fitted():
+    """The registered shape calculators check too, for ``skl2onnx`` callers.
+
+    (With ``zipmap=True`` skl2onnx's own parser reads the classes first.)
+    """
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.exceptions import NotFittedError
+
+    from sklmargin._onnx import register_onnx_converters
+
+    register_onnx_converters()
+    X = np.zeros((2, 3), dtype=np.float32)
+    clf = MarginSoftmaxClassifier()
+    with pytest.raises(NotFittedError):
+        skl2onnx.to_onnx(clf, X, options={id(clf): {"zipmap": False}})
+    with pytest.raises(NotFittedError):
+        skl2onnx.to_onnx(RandomFourierFeatures(), X)
 
 
 # -- the description alone (NumPy, no ONNX needed) ------------------------------

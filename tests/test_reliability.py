@@ -1,6 +1,6 @@
 """Regression tests for the defects found by fuzzing and the autograd cross-check.
 
-Each test names the item of issue 11 it keeps fixed.
+Each test names the item of issue 11 (or issue 19) it keeps fixed.
 """
 
 import warnings
@@ -188,3 +188,101 @@ def test_cv_log_proba_of_an_underflowed_probability_is_finite():
     assert np.all(np.isfinite(log_proba)) and np.any(proba == tiniest)
     # Exactly log(predict_proba), as scikit-learn's check_classifiers_train asks.
     np.testing.assert_array_equal(log_proba, np.log(proba))
+
+
+# -- issue 19: defects the 10,000-case fuzz run found -------------------------
+def test_l_softmax_line_search_far_out_in_float32_is_evaluated_in_float64():
+    # The fuzz run's reproducer: float32 rows of 1e20 under L-Softmax's |x||w|;
+    # a line-search trial with a huge |w| overflowed the float32 gradient.
+    from fuzz_cases import make_data
+
+    X, y, sample_weight = make_data(
+        {
+            "seed": 0, "counts": [1, 7, 10, 4, 11], "n_features": 2,
+            "dtype": "float32", "sparse": True, "magnitude": 1e20,
+            "integer": False, "constant_columns": 2, "zero_rows": 3,
+            "duplicates": 10, "string_labels": False, "outlier": False,
+            "separation": 10.0, "weights": "integer",
+        }
+    )  # fmt: skip
+    clf = MarginSoftmaxClassifier(
+        loss="l-softmax", C=0.05391, fit_intercept=False,
+        class_weight={4: 100.0, -2: 1.0}, constant_feature=0.0, max_iter=50,
+        random_state=744,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y, sample_weight=sample_weight)
+    assert clf.coef_.dtype == np.float32 and np.all(np.isfinite(clf.coef_))
+
+
+@pytest.mark.parametrize("to_sparse", [False, True])
+def test_fourier_features_of_float32_rows_beyond_the_projection_range(to_sparse):
+    # |x . w| > 3.4e38 in float32 (a float64-fitted map asked for float32 rows
+    # of 3e37): cos(inf) was NaN with a RuntimeWarning.
+    from scipy import sparse
+
+    from sklmargin import RandomFourierFeatures
+
+    rff = RandomFourierFeatures(gamma=700.0, n_components=31, random_state=0)
+    rff.fit(np.zeros((2, 1)))
+    X = np.array([[2.9e37], [-1e37], [1.5], [0.0]], dtype=np.float32)
+    X_in = sparse.csr_matrix(X) if to_sparse else X
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        Z = rff.transform(X_in)
+    assert Z.dtype == np.float32
+    expected = rff.transform(X.astype(np.float64))
+    np.testing.assert_allclose(Z, expected, rtol=0, atol=1e-6)
+
+
+def test_softmax_scale_beyond_float32_refuses_float32_rows():
+    # Found by the issue-19 --beyond fuzz run: a float64 softmax model with
+    # s=1e39 cast its scale to inf on float32 rows (RuntimeWarning, inf logits);
+    # the angle losses already refused such rows with a ValueError.
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    y = [0, 1, 1, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = MarginSoftmaxClassifier(loss="softmax", s=1e39, max_iter=5).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="logit scale.*float64 input"):
+            clf.decision_function(X.astype(np.float32))
+
+
+@pytest.mark.parametrize("constant_feature", [None, 1.0])
+def test_a_softmax_scale_beyond_float32_on_tiny_float32_rows(constant_feature):
+    # Found by the issue-19 --beyond fuzz run: s=1e39 is inf in float32, and
+    # A-Softmax's s |x| on rows of 1e-30 is 1e9; the objective computed inf or
+    # 0 * inf = NaN (RuntimeWarning) instead of evaluating in float64.
+    rng = np.random.default_rng(0)
+    y = np.arange(12) % 2
+    X = (rng.standard_normal((12, 3)) + 2.0 * y[:, None]) * 1e-30
+    X[0] = 0.0
+    clf = MarginSoftmaxClassifier(
+        loss="a-softmax", s=1e39, constant_feature=constant_feature, max_iter=20
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X.astype(np.float32), y)
+    assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
+
+
+def test_nystroem_float32_rows_beyond_the_scaled_range():
+    # Found by the issue-19 --beyond fuzz run: a float64 Nystroem map asked for
+    # float32 rows up to 3e38 with gamma 359 overflowed while scaling by
+    # sqrt(gamma), before the float64 fallback for such blocks was judged.
+    from sklmargin import NystroemFeatures
+
+    rng = np.random.default_rng(0)
+    nystroem = NystroemFeatures(n_components=5, gamma=359.0, random_state=0)
+    nystroem.fit(rng.standard_normal((20, 2)) * 1e30)
+    X = np.array([[3e38, 1.0], [-2e38, 0.0], [1e30, -1e30]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        Z = nystroem.transform(X)
+    assert Z.dtype == np.float32
+    np.testing.assert_allclose(Z, nystroem.transform(X.astype(np.float64)), atol=1e-6)
