@@ -365,7 +365,12 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         if self.gammas is None:
             return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
         gammas = _valid_values(
-            tuple(self.gammas), _check_gamma, "gamma", self.loss, sort=False
+            tuple(self.gammas),
+            _check_gamma,
+            "gamma",
+            self.loss,
+            sort=False,
+            domain='RBF widths ("scale" or finite positive floats)',
         )
         resolved = (scale if g == "scale" else g for g in gammas)
         return ["gamma"], [tuple(dict.fromkeys(float(g) for g in resolved))]

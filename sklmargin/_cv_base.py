@@ -89,12 +89,13 @@ def default_margins(margin):
     return (float(margin.default_m),)
 
 
-def _valid_values(values, check, name, loss, sort=True):
+def _valid_values(values, check, name, loss, sort=True, domain=None):
     """Keep the grid values that ``check`` accepts; warn about the others.
 
     Numeric grids come back sorted and without duplicates (paths must ascend);
     ``sort=False`` keeps the given order (a gamma grid may mix "scale" and
-    numbers).
+    numbers). ``domain`` says what the values must be when it is not the
+    loss's domain (the warning names it).
     """
     kept, skipped = [], []
     for value in values:
@@ -108,9 +109,9 @@ def _valid_values(values, check, name, loss, sort=True):
             check(values[0])
         raise ValueError(f"The {name} grid of loss={loss!r} is empty.")
     if skipped:
+        where = domain or f"the domain of loss={loss!r}"
         warnings.warn(
-            f"Skipping {name}={skipped} outside the domain of loss={loss!r}; "
-            f"searching {name}={kept}.",
+            f"Skipping {name}={skipped} outside {where}; searching {name}={kept}.",
             UserWarning,
             stacklevel=3,
         )

@@ -341,6 +341,16 @@ def test_invalid_gamma_names_gammas(iris, gamma):
     assert "C must" not in str(info.value)
 
 
+def test_a_mixed_gamma_grid_warns_about_rbf_widths_not_the_loss(iris):
+    X, y = iris
+    clf = KernelMarginSoftmaxClassifierCV(
+        gammas=[0.0, 0.5], ss=[10.0], n_components=20, cv=2, random_state=0
+    )
+    with pytest.warns(UserWarning, match=r"gamma=\[0\.0\] outside RBF widths"):
+        clf.fit(X, y)
+    assert clf.gamma_ == 0.5
+
+
 @pytest.mark.parametrize(
     "make",
     [
