@@ -1,5 +1,11 @@
-"""The gallery scripts run (headless) and finish."""
+"""The gallery scripts run (headless) and finish.
 
+In CI the documentation build executes them (sphinx-gallery, with warnings as
+errors) right after the tests; ``.ci/run`` sets ``SKLMARGIN_GALLERY_IN_DOCS``
+so that they are not executed twice.
+"""
+
+import os
 import runpy
 from pathlib import Path
 
@@ -8,6 +14,10 @@ import pytest
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("plot_*.py"))
 
 
+@pytest.mark.skipif(
+    bool(os.environ.get("SKLMARGIN_GALLERY_IN_DOCS")),
+    reason="the documentation build of .ci/run executes the gallery",
+)
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path, monkeypatch):
     matplotlib = pytest.importorskip("matplotlib", reason="examples need matplotlib")
