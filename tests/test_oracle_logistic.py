@@ -1,4 +1,4 @@
-"""``loss="softmax"`` is multinomial logistic regression: scikit-learn's is an oracle."""
+"""``loss="softmax"`` is multinomial logistic regression: an oracle for it."""
 
 import numpy as np
 import pytest
