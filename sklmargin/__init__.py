@@ -9,9 +9,29 @@ from ._kernel import KernelMarginSoftmaxClassifier
 from ._margins import LOSS_NAMES
 from ._nystroem import NystroemFeatures
 from ._objective import margin_softmax_loss
-from ._onnx import register_onnx_converters, to_onnx
 from ._openset import OpenSetClassifier
-from ._skops import skops_trusted_types
+
+# Integrations load on first use: a NumPy fit imports no ONNX or skops code.
+_LAZY = {
+    "register_onnx_converters": "._onnx",
+    "to_onnx": "._onnx",
+    "skops_trusted_types": "._skops",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 try:
     __version__ = version("sklmargin")

@@ -14,7 +14,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _dask
 from ._compat import Interval, StrOptions, fit_context
 from ._cross_entropy import predicted_probabilities
 from ._doc_link import DocLinkMixin
@@ -35,6 +34,20 @@ from ._start import (
     warm_start_params,
 )
 from ._validation import check_sample_and_class_weight
+
+
+def _dask_integration(X):
+    """Return the Dask integration module for a Dask collection, else None.
+
+    Told from the type's module name: a NumPy fit imports neither Dask nor
+    sklmargin's Dask code (a test checks ``sys.modules``).
+    """
+    if not type(X).__module__.startswith("dask."):
+        return None
+    from . import _dask
+
+    return _dask
+
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).
@@ -163,8 +176,8 @@ class BaseMarginSoftmax(
         self : object
             Fitted estimator.
         """
-        if _dask.is_dask_array(X):  # Dask input: map-reduce fit (_dask.py)
-            return _dask.fit_dask(self, X, y, sample_weight)
+        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
+            return dask.fit_dask(self, X, y, sample_weight)
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
             X, y, sample_weight
@@ -332,8 +345,8 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
-            return _dask.predict_dask(self, "decision_function", X)
+        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
+            return dask.predict_dask(self, "decision_function", X)
         logits = self._logits(X)
         if logits.shape[1] == 2:
             return logits[:, 1] - logits[:, 0]
@@ -350,8 +363,8 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples,)
         """
-        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
-            return _dask.predict_dask(self, "predict", X)
+        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
+            return dask.predict_dask(self, "predict", X)
         logits = self._logits(X)
         return self.classes_[np.argmax(logits, axis=1)]
 
@@ -366,8 +379,8 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
-            return _dask.predict_dask(self, "predict_proba", X)
+        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
+            return dask.predict_dask(self, "predict_proba", X)
         return predicted_probabilities(self._logits(X))
 
     def predict_log_proba(self, X):
@@ -386,8 +399,8 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if _dask.is_dask_array(X):  # Dask input: a lazy dask array (_dask.py)
-            return _dask.predict_dask(self, "predict_log_proba", X)
+        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
+            return dask.predict_dask(self, "predict_log_proba", X)
         logits = self._logits(X)
         return np.log(predicted_probabilities(logits))
 
