@@ -512,12 +512,27 @@ def registered_margins():
 
     Tests, ``compare`` and the documentation iterate over this instead of
     keeping their own list of loss names.
+
+    Returns
+    -------
+    tuple of Margin
+        One instance per ``loss=`` name (aliases excluded).
     """
     return tuple(_REGISTRY.values())
 
 
 def get_margin(loss):
     """Return the :class:`Margin` registered under ``loss`` (or an alias).
+
+    Parameters
+    ----------
+    loss : str or Margin
+        A name from :data:`~sklmargin.LOSS_NAMES`, or a margin (returned as is).
+
+    Returns
+    -------
+    Margin
+        The registered instance.
 
     Raises
     ------
