@@ -216,6 +216,34 @@ def _write_defaults_table():
 _write_defaults_table()
 
 
+def _write_losses_table():
+    """Write ``_generated/losses.inc``: each loss's logits and paper."""
+    aliases = {}
+    for alias, target in ALIASES.items():
+        aliases.setdefault(target, []).append(alias)
+    header = ("``loss=``", "target logit :math:`z_{iy}`", "other logits :math:`z_{ij}`")
+    rows = []
+    for name, margin in _REGISTRY.items():
+        label = ", ".join(f'``"{n}"``' for n in (name, *aliases.get(name, ())))
+        target, other = margin.logits_latex
+        rows.append(
+            (label, f":math:`{target} + b_y`", f":math:`{other} + b_j`", margin.paper)
+        )
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 18 26 22 34", ""]
+    for row in (header + ("paper",), *rows):
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    out = HERE / "_generated"
+    out.mkdir(exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    target = out / "losses.inc"
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+
+
+_write_losses_table()
+
+
 def _write_links():
     """Write ``_generated/links.inc``: the project's URLs from pyproject.toml.
 
