@@ -336,9 +336,9 @@ class AMSoftmax(Margin):
     default_s = 30.0
     # Nyström features have small cosines: 3-fold CV over 7 datasets 94.9% at
     # s=30, 95.6% at s=100-600, best test mean at 100
-    # (benchmarks/results_kernel_study.md).
+    # (benchmarks/studies/results_kernel_study.md).
     default_s_kernel = 100.0
-    # Centred on the measured defaults (benchmarks/results_defaults.md): the
+    # Centred on the measured defaults (benchmarks/studies/results_defaults.md): the
     # scale matters most, margins above 0.1 cost accuracy in this regime.
     search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
     m_domain = (0.0, 1.0)
@@ -488,7 +488,7 @@ class LSoftmax(_MultiplicativeMargin):
     start = "softmax-solution"
     # With lambda -> 0 a linear L-Softmax lets prototypes collapse to w_j = 0
     # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20);
-    # m=1.5, lambda=20 ranks best over 12 datasets (benchmarks/results_defaults.md).
+    # m=1.5, lambda=20 ranks best over 12 datasets (benchmarks/studies/results_defaults.md).
     default_m = 1.5
     default_lambda = 20.0
     # No s: the logit scale is |w||x|, which the L2 penalty C bounds.
@@ -523,12 +523,12 @@ class ASoftmax(_MultiplicativeMargin):
     uses_s = True
     # 3-fold CV over 11 datasets, m=2, lambda=20: mean 85.5% at s=1 (the
     # paper's), 87.7 at 2, 89.0 at 4, 89.8 at 8 (wide inputs such as usps and
-    # dna prefer smaller s; see benchmarks/results_defaults.md).
+    # dna prefer smaller s; see benchmarks/studies/results_defaults.md).
     default_s = 8.0
     default_lambda = 20.0  # SphereFace ends at 5; 20 ranks best here
     # Kernel features have |z| ~ 1, not ~sqrt(n_features): 3-fold CV over 12
     # datasets, 93.4% at s=30 against 90.3% at s=8
-    # (benchmarks/results_kernel_defaults.md).
+    # (benchmarks/studies/results_kernel_defaults.md).
     default_s_kernel = 30.0
     search_grid = {"m": (1.5, 2.0, 3.0), "s": (2.0, 8.0, 30.0)}
     logits_latex = (r"s\|x\|\,\psi(\theta_y)", r"s\|x\|\cos\theta_j")
