@@ -487,8 +487,8 @@ class LSoftmax(_MultiplicativeMargin):
     scale_depends_on_w = True
     start = "softmax-solution"
     # With lambda -> 0 a linear L-Softmax lets prototypes collapse to w_j = 0
-    # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20);
-    # m=1.5, lambda=20 ranks best over 12 datasets (benchmarks/studies/results_defaults.md).
+    # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20); m=1.5,
+    # lambda=20 ranks best over 12 datasets (benchmarks/studies/results_defaults.md).
     default_m = 1.5
     default_lambda = 20.0
     # No s: the logit scale is |w||x|, which the L2 penalty C bounds.
