@@ -101,9 +101,9 @@ def _skip_sklearn_members(app, what, name, obj, skip, options):
 # the docstring of ``tuple`` or ``str``): describe them here.
 _DATA_DOCS = {
     "sklmargin.LOSS_NAMES": [
-        "Every accepted value of ``loss=``: the six losses, then the aliases",
-        '``"cosface"`` (of ``"am-softmax"``) and ``"sphereface"`` (of',
-        '``"a-softmax"``).',
+        "Every accepted value of ``loss=``: the registered losses (see",
+        ':func:`registered_margins`), then the aliases ``"cosface"`` (of',
+        '``"am-softmax"``) and ``"sphereface"`` (of ``"a-softmax"``).',
     ],
     "sklmargin.__version__": [
         "The installed version of sklmargin, read from the package metadata",
@@ -185,7 +185,8 @@ def _write_defaults_table():
         label = f"``{name!r}``".replace("'", '"')
         if name in aliases:
             label += f' (``"{aliases[name]}"``)'
-        m = "--" if name in ("softmax", "normface") else f"{margin.default_m:g}"
+        no_margin = margin.m_domain == (0.0, 0.0)
+        m = "--" if no_margin else f"{margin.default_m:g}"
         s = "--" if margin.default_s is None else f"{margin.default_s:g}"
         kernel_s = margin.default_s_kernel or margin.default_s
         s_kernel = "--" if kernel_s is None else f"{kernel_s:g}"
@@ -214,6 +215,34 @@ def _write_defaults_table():
 
 
 _write_defaults_table()
+
+
+def _write_losses_table():
+    """Write ``_generated/losses.inc``: each loss's logits and paper."""
+    aliases = {}
+    for alias, target in ALIASES.items():
+        aliases.setdefault(target, []).append(alias)
+    header = ("``loss=``", "target logit :math:`z_{iy}`", "other logits :math:`z_{ij}`")
+    rows = []
+    for name, margin in _REGISTRY.items():
+        label = ", ".join(f'``"{n}"``' for n in (name, *aliases.get(name, ())))
+        target, other = margin.logits_latex
+        rows.append(
+            (label, f":math:`{target} + b_y`", f":math:`{other} + b_j`", margin.paper)
+        )
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 18 26 22 34", ""]
+    for row in (header + ("paper",), *rows):
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    out = HERE / "_generated"
+    out.mkdir(exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    target = out / "losses.inc"
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+
+
+_write_losses_table()
 
 
 def _write_links():

@@ -31,8 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from sklmargin import MarginSoftmaxClassifier
-from sklmargin._margins import get_margin
+from sklmargin import MarginSoftmaxClassifier, get_margin
 
 rng = np.random.RandomState(0)
 centres = np.deg2rad([90.0, 210.0, 330.0])

@@ -27,8 +27,7 @@ the SV-Softmax modifier's own mask,
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sklmargin import MarginSoftmaxClassifier, margin_softmax_loss
-from sklmargin._margins import get_margin
+from sklmargin import MarginSoftmaxClassifier, get_margin, margin_softmax_loss
 from sklmargin._modifiers import SupportVectorGuided
 
 rng = np.random.RandomState(0)

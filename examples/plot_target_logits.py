@@ -26,7 +26,7 @@ prototype a sample may sit and still satisfy the margin.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sklmargin._margins import get_margin
+from sklmargin import get_margin
 
 theta = np.linspace(0, np.pi, 721)
 cos = np.cos(theta)

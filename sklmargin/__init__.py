@@ -6,7 +6,7 @@ from ._cv import KernelMarginSoftmaxClassifierCV, MarginSoftmaxClassifierCV
 from ._estimators import MarginSoftmaxClassifier
 from ._features import RandomFourierFeatures
 from ._kernel import KernelMarginSoftmaxClassifier
-from ._margins import LOSS_NAMES
+from ._margins import LOSS_NAMES, Margin, get_margin, registered_margins
 from ._nystroem import NystroemFeatures
 from ._objective import margin_softmax_loss
 from ._openset import OpenSetClassifier
@@ -42,12 +42,15 @@ __all__ = [
     "KernelMarginSoftmaxClassifier",
     "KernelMarginSoftmaxClassifierCV",
     "LOSS_NAMES",
+    "Margin",
     "MarginSoftmaxClassifier",
     "MarginSoftmaxClassifierCV",
     "NystroemFeatures",
     "OpenSetClassifier",
     "RandomFourierFeatures",
+    "get_margin",
     "margin_softmax_loss",
+    "registered_margins",
     "register_onnx_converters",
     "skops_trusted_types",
     "to_onnx",

@@ -128,6 +128,13 @@ class Margin:
         or ``C``), every point inside the loss's domain and the defaults among
         them. ``compare --tune`` and the CV estimators read it from here, so a
         new loss is tuned without editing a list elsewhere.
+    m_domain : tuple of float
+        The closed interval of ``m`` :meth:`check_m` accepts (``inf``: unbounded).
+    edge_settings : dict
+        The most extreme valid settings a user may pass (stress and fuzz tests).
+    logits_latex, logits_text, paper : tuple of str, tuple of str, str
+        Target and other logits (no bias) in LaTeX and in plain text, and the
+        paper: the documentation's loss tables are generated from them.
     """
 
     name = ""
@@ -144,6 +151,11 @@ class Margin:
     start = "class-means"
     default_s_kernel: float | None = None
     search_grid: dict = {}
+    m_domain = (0.0, 0.0)
+    edge_settings: dict = {"s": 100.0}
+    logits_latex = ("", "")
+    logits_text = ("", "")
+    paper = ""
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -168,6 +180,10 @@ class Margin:
             ``s`` here (the cosine losses).
         """
         return s
+
+    def kink_angles(self, m):
+        """Return the angles (radians) where the target is not smooth at ``m``."""
+        return ()
 
     #: Whether :meth:`non_target_state` returns a state (a piecewise objective).
     stateful = False
@@ -280,6 +296,9 @@ class Softmax(_NoMargin):
     start = "zeros"
     # Neither a margin nor a useful scale: the L2 strength is the knob.
     search_grid = {"C": tuple(float(c) for c in np.logspace(-2, 2, 9))}
+    logits_latex = (r"s\langle w_y, x\rangle", r"s\langle w_j, x\rangle")
+    logits_text = ("s <w_y, x>", "s <w_j, x>")
+    paper = "multinomial logistic regression"
 
 
 class NormFace(_NoMargin):
@@ -296,6 +315,9 @@ class NormFace(_NoMargin):
     default_s_kernel = 100.0  # as AM-Softmax's (same logits but the margin)
     # No margin: the scale s is the only knob; 5 to 80 in factors of sqrt(2).
     search_grid = {"s": tuple(float(s) for s in np.geomspace(5.0, 80.0, 9))}
+    logits_latex = (r"s\cos\theta_y", r"s\cos\theta_j")
+    logits_text = ("s cos(theta_y)", "s cos(theta_j)")
+    paper = "Wang et al. 2017, NormFace, arXiv:1704.06369"
 
 
 class AMSoftmax(Margin):
@@ -314,11 +336,16 @@ class AMSoftmax(Margin):
     default_s = 30.0
     # Nyström features have small cosines: 3-fold CV over 7 datasets 94.9% at
     # s=30, 95.6% at s=100-600, best test mean at 100
-    # (benchmarks/results_kernel_study.md).
+    # (benchmarks/studies/results_kernel_study.md).
     default_s_kernel = 100.0
-    # Centred on the measured defaults (benchmarks/results_defaults.md): the
+    # Centred on the measured defaults (benchmarks/studies/results_defaults.md): the
     # scale matters most, margins above 0.1 cost accuracy in this regime.
     search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
+    m_domain = (0.0, 1.0)
+    edge_settings = {"m": 1.0, "s": 100.0}
+    logits_latex = (r"s(\cos\theta_y - m)", r"s\cos\theta_j")
+    logits_text = ("s (cos(theta_y) - m)", "s cos(theta_j)")
+    paper = "Wang et al. 2018, AM-Softmax arXiv:1801.05599, CosFace arXiv:1801.09414"
 
     def check_m(self, m):
         m = _real(m, "m")
@@ -361,6 +388,15 @@ class ArcFace(Margin):
     default_s = 30.0
     default_s_kernel = 100.0  # as AM-Softmax's (measured there)
     search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
+    m_domain = (0.0, math.pi / 2)
+    edge_settings = {"m": math.pi / 2, "s": 100.0}
+    logits_latex = (r"s\cos(\theta_y + m)", r"s\cos\theta_j")
+    logits_text = ("s cos(theta_y + m)", "s cos(theta_j)")
+    paper = "Deng et al. 2019, ArcFace, arXiv:1801.07698"
+
+    def kink_angles(self, m):
+        """Return the junction with the reflection, ``theta = pi - m``."""
+        return (math.pi - m,)
 
     def check_m(self, m):
         m = _real(m, "m")
@@ -405,6 +441,12 @@ class _MultiplicativeMargin(Margin):
     scale_from_norms = True
     uses_lambda = True
     default_lambda = 1.0
+    m_domain = (1.0, math.inf)
+    edge_settings = {"m": 6.0, "lambda_min": 0.0}
+
+    def kink_angles(self, m):
+        """Return where ``m theta`` crosses a multiple of ``pi`` (``psi``'s pieces)."""
+        return tuple(k * math.pi / m for k in range(math.floor(m) + 1))
 
     def check_m(self, m):
         m = _real(m, "m")
@@ -445,12 +487,15 @@ class LSoftmax(_MultiplicativeMargin):
     scale_depends_on_w = True
     start = "softmax-solution"
     # With lambda -> 0 a linear L-Softmax lets prototypes collapse to w_j = 0
-    # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20);
-    # m=1.5, lambda=20 ranks best over 12 datasets (benchmarks/results_defaults.md).
+    # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20); m=1.5,
+    # lambda=20 ranks best over 12 datasets (benchmarks/studies/results_defaults.md).
     default_m = 1.5
     default_lambda = 20.0
     # No s: the logit scale is |w||x|, which the L2 penalty C bounds.
     search_grid = {"m": (1.5, 2.0, 3.0), "C": (0.1, 1.0, 10.0)}
+    logits_latex = (r"\|w_y\|\|x\|\,\psi(\theta_y)", r"\langle w_j, x\rangle")
+    logits_text = ("|w_y| |x| psi(theta_y)", "<w_j, x>")
+    paper = "Liu et al. 2016, Large-Margin Softmax, arXiv:1612.02295"
 
     def logit_scale(self, s, norms, w_norm):
         """``|x_i| |w_j|``: the logits are the raw inner products."""
@@ -478,14 +523,17 @@ class ASoftmax(_MultiplicativeMargin):
     uses_s = True
     # 3-fold CV over 11 datasets, m=2, lambda=20: mean 85.5% at s=1 (the
     # paper's), 87.7 at 2, 89.0 at 4, 89.8 at 8 (wide inputs such as usps and
-    # dna prefer smaller s; see benchmarks/results_defaults.md).
+    # dna prefer smaller s; see benchmarks/studies/results_defaults.md).
     default_s = 8.0
     default_lambda = 20.0  # SphereFace ends at 5; 20 ranks best here
     # Kernel features have |z| ~ 1, not ~sqrt(n_features): 3-fold CV over 12
     # datasets, 93.4% at s=30 against 90.3% at s=8
-    # (benchmarks/results_kernel_defaults.md).
+    # (benchmarks/studies/results_kernel_defaults.md).
     default_s_kernel = 30.0
     search_grid = {"m": (1.5, 2.0, 3.0), "s": (2.0, 8.0, 30.0)}
+    logits_latex = (r"s\|x\|\,\psi(\theta_y)", r"s\|x\|\cos\theta_j")
+    logits_text = ("s |x| psi(theta_y)", "s |x| cos(theta_j)")
+    paper = "Liu et al. 2017, SphereFace, arXiv:1704.08063"
 
     def logit_scale(self, s, norms, w_norm):
         """``s |x_i|``: prototypes are unit, samples keep their norm."""
@@ -512,12 +560,27 @@ def registered_margins():
 
     Tests, ``compare`` and the documentation iterate over this instead of
     keeping their own list of loss names.
+
+    Returns
+    -------
+    tuple of Margin
+        One instance per ``loss=`` name (aliases excluded).
     """
     return tuple(_REGISTRY.values())
 
 
 def get_margin(loss):
     """Return the :class:`Margin` registered under ``loss`` (or an alias).
+
+    Parameters
+    ----------
+    loss : str or Margin
+        A name from :data:`~sklmargin.LOSS_NAMES`, or a margin (returned as is).
+
+    Returns
+    -------
+    Margin
+        The registered instance.
 
     Raises
     ------

@@ -146,24 +146,25 @@ def data_specs(draw):
 # Estimator settings
 # ---------------------------------------------------------------------------
 
-_M_STRATEGIES = {
-    # At and inside the domain edges of each margin.
-    "softmax": st.sampled_from([None, 0.0]),
-    "normface": st.sampled_from([None, 0.0]),
-    "am-softmax": st.one_of(
-        st.sampled_from([None, 0.0, 1.0]), st.floats(0.0, 1.0, allow_nan=False)
-    ),
-    "arcface": st.one_of(
-        st.sampled_from([None, 0.0, math.pi / 2]),
-        st.floats(0.0, math.pi / 2, allow_nan=False),
-    ),
-    "l-softmax": st.one_of(
-        st.sampled_from([None, 1.0, 2, 3, 4]), st.floats(1.0, 4.0, allow_nan=False)
-    ),
-    "a-softmax": st.one_of(
-        st.sampled_from([None, 1.0, 2, 3, 4]), st.floats(1.0, 4.0, allow_nan=False)
-    ),
-}
+
+def _m_strategy(margin):
+    """``m`` at and inside the edges of the margin's domain (from the registry).
+
+    An unbounded domain (L-/A-Softmax) stops at the margin's most extreme
+    valid setting, its ``edge_settings``; the tuning grid's values are drawn too.
+    """
+    low, high = margin.m_domain
+    if low == high:
+        return st.sampled_from([None, low])
+    high = min(high, margin.edge_settings.get("m", high))
+    grid = [m for m in margin.search_grid.get("m", ()) if low <= m <= high]
+    return st.one_of(
+        st.sampled_from([None, low, *grid, high]),
+        st.floats(low, high, allow_nan=False),
+    )
+
+
+_M_STRATEGIES = {name: _m_strategy(margin) for name, margin in MARGINS.items()}
 
 _LOG_FLOATS = {
     "s": (0.1, 100.0),

@@ -13,9 +13,12 @@ import sys
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-from sklmargin import compare
+from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier, compare
 from sklmargin.__main__ import main
 from sklmargin.compare import (
     C_GRID,
@@ -360,26 +363,48 @@ def test_without_tune_there_are_no_best_params(json_run):
 # ---- our estimators ------------------------------------------------------------
 
 
+# compare's documented settings (CompareSettings) with FAST's --n-components.
+COMPARE_FIT = dict(tol=1e-4, max_iter=1000, random_state=0)
+
+
+def _direct_accuracy(estimator, seed=0):
+    """Test accuracy of ``StandardScaler + estimator`` fitted here, not by compare."""
+    X_train, y_train, X_test, y_test = _tiny_split(seed)  # seed 0: "alpha"
+    pipe = make_pipeline(StandardScaler(), estimator).fit(X_train, y_train)
+    return pipe.score(X_test, y_test)
+
+
 def test_our_linear_estimators_run(npz_dir, tmp_path):
     output = tmp_path / "ours.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
-    models = "margin:softmax,margin:am-softmax,margin:arcface"
+    losses = ["softmax", "am-softmax", "arcface"]
+    models = ",".join(["LogisticRegression", *(f"margin:{loss}" for loss in losses)])
     assert main([*args, "--models", models, "--output", str(output), *FAST]) == 0
     rows = {row["model"]: row for row in _json_rows(output)[1]}
-    for name in models.split(","):
-        assert rows[name]["status"] == "ok", rows[name]["notes"]
-        assert rows[name]["accuracy"] > 0.5
+    for loss in losses:
+        row = rows[f"margin:{loss}"]
+        assert row["status"] == "ok", row["notes"]
+        # The same model, split and score as a fit done here by hand.
+        clf = MarginSoftmaxClassifier(loss=loss, **COMPARE_FIT)
+        assert row["accuracy"] == pytest.approx(_direct_accuracy(clf))
+    # loss="softmax" is multinomial logistic regression: the peer's predictions.
+    assert rows["margin:softmax"]["accuracy"] == rows["LogisticRegression"]["accuracy"]
 
 
 def test_our_kernel_estimator_runs(npz_dir, tmp_path):
     output = tmp_path / "kernel.json"
     args = ["compare", "--data", str(npz_dir), "--datasets", "alpha"]
-    models = "kernel:am-softmax,kernel:softmax"
+    losses = ["am-softmax", "softmax"]
+    models = ",".join(f"kernel:{loss}" for loss in losses)
     assert main([*args, "--models", models, "--output", str(output), *FAST]) == 0
     rows = {row["model"]: row for row in _json_rows(output)[1]}
-    for name in models.split(","):
-        assert rows[name]["status"] == "ok", rows[name]["notes"]
-        assert rows[name]["accuracy"] > 0.5
+    for loss in losses:
+        row = rows[f"kernel:{loss}"]
+        assert row["status"] == "ok", row["notes"]
+        clf = KernelMarginSoftmaxClassifier(
+            loss=loss, gamma="scale", n_components=20, **COMPARE_FIT
+        )
+        assert row["accuracy"] == pytest.approx(_direct_accuracy(clf))
 
 
 def test_our_estimators_tune_m_and_s(npz_dir, tmp_path):
@@ -559,7 +584,8 @@ def test_hist_gradient_boosting_is_a_default_peer():
     assert grid_size(spec.grid) == GRID_POINTS
     dataset = Dataset("tiny", *_tiny_split(0))
     row = evaluate_model(spec, dataset, CompareSettings())
-    assert row["status"] == "ok" and row["accuracy"] > 0.5
+    expected = _direct_accuracy(HistGradientBoostingClassifier(random_state=0))
+    assert row["status"] == "ok" and row["accuracy"] == pytest.approx(expected)
 
 
 def test_tuning_progress_counts_every_cv_fit():

@@ -48,8 +48,64 @@ def test_example_is_a_gallery_script(path):
     assert "\n# %%" in source, "code is split into cells with '# %%'"
 
 
-def test_gallery_has_a_header():
-    assert (ROOT / "examples" / "GALLERY_HEADER.rst").is_file()
+def test_gallery_header_is_a_page_in_the_index_toctree():
+    # sphinx-gallery makes auto_examples/index from this file: it needs a
+    # title, and the index page's toctree must reach it.
+    header = (ROOT / "examples" / "GALLERY_HEADER.rst").read_text().splitlines()
+    title, underline = [line for line in header if line.strip()][1:3]
+    assert set(underline) == {"="} and len(underline) >= len(title)
+    index = (DOCS / "index.rst").read_text()
+    toctree = index.split(".. toctree::", 1)[1].split("\n\n\n", 1)[0]
+    assert "\n   auto_examples/index\n" in toctree
+
+
+def _formula(text):
+    """A logit written in any of our tables, in one comparable form."""
+    for unicode, ascii in (("θ", "theta"), ("ψ", "psi"), ("−", "-"), ("\\|", "|")):
+        text = text.replace(unicode, ascii)
+    return re.sub(r"[`*()\s]", "", text)
+
+
+def _expected_rows():
+    aliases = {}
+    for alias, target in sklmargin._margins.ALIASES.items():
+        aliases.setdefault(target, []).append(alias)
+    return {
+        margin.name: (
+            sorted([margin.name, *aliases.get(margin.name, ())]),
+            tuple(_formula(t) for t in margin.logits_text),
+        )
+        for margin in sklmargin.registered_margins()
+    }
+
+
+def test_readme_loss_table_is_the_registry():
+    # The README is not built by Sphinx: its table is written by hand and
+    # checked here, row by row, against each Margin's logits_text.
+    readme = (ROOT / "README.md").read_text()
+    rows = {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) == 5 and cells[0].startswith('`"'):
+            names = sorted(re.findall(r'`"([^"]+)"`', cells[0]))
+            formulas = (_formula(cells[1]), _formula(cells[2]))
+            rows[names[0] if names[0] in _expected_rows() else names[-1]] = (
+                names,
+                formulas,
+            )
+    assert rows == _expected_rows()
+
+
+def test_estimator_docstring_loss_table_is_the_registry():
+    doc = sklmargin.MarginSoftmaxClassifier.__doc__
+    rows = {}
+    for line in doc.splitlines():
+        match = re.match(r'\s*``"([^"]+)"``\s{2,}(.+?)\s{2,}(.+?)\s*$', line)
+        if match:
+            name, target, other = match.groups()
+            rows[name] = (_formula(target), _formula(other))
+    expected = {name: formulas for name, (_, formulas) in _expected_rows().items()}
+    assert rows == expected
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

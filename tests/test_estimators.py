@@ -12,10 +12,18 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from sklmargin._margins import registered_margins
+from sklmargin import (
+    LOSS_NAMES,
+    KernelMarginSoftmaxClassifier,
+    MarginSoftmaxClassifier,
+    get_margin,
+    registered_margins,
+)
 
 LOSSES = [margin.name for margin in registered_margins()]
+UNIT_PROTOTYPES = [
+    margin.name for margin in registered_margins() if margin.normalizes_W
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +32,14 @@ def iris():
     return StandardScaler().fit_transform(X), y
 
 
-@pytest.mark.parametrize("loss", LOSSES + ["cosface", "sphereface"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @pytest.mark.parametrize("t", [1.0, 1.2])
 def test_predictions_agree_and_are_accurate(iris, loss, t):
     X, y = iris
     clf = MarginSoftmaxClassifier(loss=loss, t=t).fit(X, y)
-    # Cosine classifiers decide by angle alone (cones through the origin, shifted
+    # Unit prototypes decide by angle alone (cones through the origin, shifted
     # by the bias): on 4-D iris that costs a few points against softmax.
-    assert clf.score(X, y) > (0.95 if loss in ("softmax", "l-softmax") else 0.82)
+    assert clf.score(X, y) > (0.82 if get_margin(loss).normalizes_W else 0.95)
     logits = clf.decision_function(X)
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
@@ -41,7 +49,7 @@ def test_predictions_agree_and_are_accurate(iris, loss, t):
     assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
 
 
-@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface", "a-softmax"])
+@pytest.mark.parametrize("loss", UNIT_PROTOTYPES)
 def test_normalised_losses_have_unit_prototypes(iris, loss):
     X, y = iris
     clf = MarginSoftmaxClassifier(loss=loss).fit(X, y)
@@ -171,14 +179,7 @@ def test_extreme_but_valid_settings_stay_finite(loss):
     X[:10] = X[10:20]  # duplicated rows
     y = np.arange(60) % 3
     X[0] = 0.0  # an all-zero sample
-    edge = {
-        "softmax": dict(s=100.0),
-        "normface": dict(s=100.0),
-        "am-softmax": dict(m=1.0, s=100.0),
-        "arcface": dict(m=math.pi / 2, s=100.0),
-        "l-softmax": dict(m=6.0, lambda_min=0.0),
-        "a-softmax": dict(m=6.0, lambda_min=0.0),
-    }[loss]
+    edge = get_margin(loss).edge_settings  # the most extreme valid settings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf = MarginSoftmaxClassifier(loss=loss, max_iter=200, **edge).fit(X, y)
@@ -190,9 +191,8 @@ def test_sample_exactly_parallel_to_its_prototype():
     # Two classes along two axes: every sample is parallel to its class mean.
     X = np.array([[1.0, 0.0]] * 5 + [[0.0, 2.0]] * 5)
     y = np.array([0] * 5 + [1] * 5)
-    for loss in ("arcface", "am-softmax", "a-softmax", "l-softmax"):
-        clf = MarginSoftmaxClassifier(loss=loss, s=None if "-s" in loss else None)
-        clf.fit(X, y)
+    for loss in LOSSES:
+        clf = MarginSoftmaxClassifier(loss=loss).fit(X, y)
         assert np.all(np.isfinite(clf.coef_))
         assert clf.score(X, y) == 1.0
 

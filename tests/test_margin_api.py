@@ -12,8 +12,6 @@ from sklearn.preprocessing import StandardScaler
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 from sklmargin._margins import AMSoftmax, Margin, get_margin, registered_margins
 from sklmargin._modifiers import SupportVectorGuided, with_support_vectors
-from sklmargin._objective import LinearMarginObjective
-from sklmargin._rows import prepare_rows
 
 MARGINS = registered_margins()
 
@@ -24,33 +22,33 @@ def iris():
     return StandardScaler().fit_transform(X), y
 
 
-def _training_logits(clf, X):
-    """Margin-free logits recomputed through the *training* objective's forward."""
+def _reference_logits(clf, X):
+    """Margin-free logits from their definition, without the package's code.
+
+    Every loss's logit is ``scale * <u, v> + b`` with ``u`` the lifted row
+    ``[x, c]`` and ``v`` the prototype ``[w, w_c]``, each divided by its norm
+    where the loss normalises it, and ``scale = s`` where the loss has an
+    ``s`` (L-Softmax's scale ``|w||x|`` is the un-normalised product itself).
+    """
     margin = clf.margin_
-    rows = prepare_rows(X, normalize=margin.uses_angle, constant=clf.constant_feature_)
-    objective = LinearMarginObjective(
-        rows, np.zeros(len(X), dtype=int), len(clf.classes_), np.ones(len(X)),
-        margin, clf.m_, clf.s_, 1.0, True,
-    )  # fmt: skip
-    params = np.zeros(objective.n_params)
-    coef, intercept = objective.unpack(params)
-    if clf.constant_feature_ > 0:
-        coef[:] = np.column_stack([clf.coef_, clf.constant_coef_])
-    else:
-        coef[:] = clf.coef_
-    intercept[:] = clf.intercept_
-    cos, scale, _, _ = objective._forward(params)
-    return cos * scale + clf.intercept_
+    u = np.column_stack([X, np.full(len(X), clf.constant_feature_)])
+    v = np.column_stack([clf.coef_, clf.constant_coef_])
+    if margin.normalizes_X:
+        u = u / np.linalg.norm(u, axis=1, keepdims=True)
+    if margin.normalizes_W:
+        v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    scale = clf.s_ if margin.uses_s else 1.0
+    return scale * (u @ v.T) + clf.intercept_
 
 
 @pytest.mark.parametrize("margin", MARGINS, ids=lambda m: m.name)
-def test_prediction_uses_the_training_scale(iris, margin):
-    # The scale rule lives in Margin.logit_scale alone: the estimator's logits
-    # must equal the training objective's margin-free logits at the solution.
+def test_prediction_is_the_margin_free_logit(iris, margin):
+    # The scale rule lives in Margin.logit_scale alone; what predict computes
+    # must be the paper's logit without the margin.
     X, y = iris
     clf = MarginSoftmaxClassifier(loss=margin.name).fit(X, y)
     np.testing.assert_allclose(
-        clf.decision_function(X), _training_logits(clf, X), rtol=1e-10, atol=1e-10
+        clf.decision_function(X), _reference_logits(clf, X), rtol=1e-10, atol=1e-10
     )
 
 
@@ -86,7 +84,7 @@ def test_a_users_margin_works_end_to_end(iris, user_margin):
     clf = clone(clf).fit(X, y)
     assert type(clf.margin_) is type(user_margin)
     np.testing.assert_allclose(
-        clf.decision_function(X), _training_logits(clf, X), rtol=1e-10, atol=1e-10
+        clf.decision_function(X), _reference_logits(clf, X), rtol=1e-10, atol=1e-10
     )
     # SV-Softmax composes with it, and the kernel estimator accepts it.
     assert MarginSoftmaxClassifier(loss=user_margin, t=1.2).fit(X, y).score(X, y) > 0.8
@@ -114,6 +112,29 @@ def test_every_margin_declares_a_valid_grid_with_its_defaults(margin):
         assert margin.check_s(value) == value
     if "m" in grid:
         assert margin.default_m in grid["m"]
+
+
+@pytest.mark.parametrize("margin", MARGINS, ids=lambda m: m.name)
+def test_every_margin_declares_its_domain_edges_and_formulas(margin):
+    # The tests, the fuzz strategies and the docs' tables read these: they
+    # must say what check_m accepts, and be filled in for a new loss.
+    low, high = margin.m_domain
+    assert margin.check_m(low) == low
+    with pytest.raises(ValueError):
+        margin.check_m(low - 1e-9)
+    if math.isfinite(high):
+        assert margin.check_m(high) == high
+        with pytest.raises(ValueError):
+            margin.check_m(high + 1e-9)
+    assert low <= margin.default_m <= high
+    edge = margin.edge_settings
+    assert set(edge) <= {"m", "s", "lambda_min"}
+    if "m" in edge:
+        assert margin.check_m(edge["m"]) == edge["m"]
+    if "s" in edge:
+        assert margin.uses_s and margin.check_s(edge["s"]) == edge["s"]
+    assert all(margin.logits_latex) and all(margin.logits_text) and margin.paper
+    assert all(0.0 <= kink <= math.pi for kink in margin.kink_angles(margin.default_m))
 
 
 def test_sv_modifier_delegates_and_its_mask_reduces_to_the_base():

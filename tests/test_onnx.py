@@ -20,11 +20,13 @@ from sklmargin import (
     KernelMarginSoftmaxClassifier,
     MarginSoftmaxClassifier,
     RandomFourierFeatures,
+    registered_margins,
 )
 from sklmargin._margins import AMSoftmax
 from sklmargin._onnx_description import _logit_description, _logits_from_description
 
-LOSSES = ["softmax", "normface", "am-softmax", "arcface", "l-softmax", "a-softmax"]
+LOSSES = [margin.name for margin in registered_margins()]
+COSINE_LOSSES = [margin.name for margin in registered_margins() if margin.normalizes_X]
 # float32 probabilities: the brief's bar; float64 is exact up to rounding.
 PROBA_TOL = {np.float32: 1e-5, np.float64: 1e-12}
 
@@ -150,7 +152,7 @@ def test_kernel_classifier_on_nystroem_features(centres, dtype):
     _assert_same_predictions(_fit(clf, X, y), X)
 
 
-@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface"])
+@pytest.mark.parametrize("loss", COSINE_LOSSES)
 @pytest.mark.parametrize("constant_feature", [1.0, None])
 @pytest.mark.parametrize(
     "dtype, factor",

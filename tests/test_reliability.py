@@ -15,6 +15,7 @@ from sklmargin import (
     KernelMarginSoftmaxClassifier,
     MarginSoftmaxClassifier,
     margin_softmax_loss,
+    registered_margins,
 )
 from sklmargin._modifiers import with_support_vectors
 from sklmargin._objective import LinearMarginObjective
@@ -114,7 +115,9 @@ def test_collapsed_l_softmax_warns_and_names_the_cause(lambda_min):
 
 # -- 4. Any finite magnitude works for the scale-invariant losses --------------
 @pytest.mark.parametrize("dtype, factor", [(np.float32, 1e20), (np.float64, 1e200)])
-@pytest.mark.parametrize("loss", ["normface", "am-softmax", "arcface"])
+@pytest.mark.parametrize(
+    "loss", [margin.name for margin in registered_margins() if margin.normalizes_X]
+)
 def test_huge_inputs_give_the_same_cosine_model(loss, dtype, factor):
     rng = np.random.default_rng(0)
     y = np.arange(30) % 3

@@ -63,7 +63,7 @@ SVC_C_GRID = [1.0, 10.0, 100.0]
 #: Logit scale s of the ``kernel:*`` models, crossed with
 #: :data:`GAMMA_MULTIPLIERS`. Kernel features have ``|z(x)| ~ 1`` and want a
 #: larger s than raw features; these values are a first choice, to be revised
-#: by a separate study (``benchmarks/tune_kernel_defaults.py``).
+#: by a separate study (``benchmarks/studies/tune_kernel_defaults.py``).
 KERNEL_S_GRID = [30.0, 100.0, 300.0]
 
 #: HistGradientBoostingClassifier: learning_rate x max_leaf_nodes, defaults

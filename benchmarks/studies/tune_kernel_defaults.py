@@ -64,7 +64,7 @@ Protocol details
   ``n_jobs=1``.
 
 Output: a markdown report (``--output``, default
-``benchmarks/results_kernel_defaults.md``, overwritten) and optionally the raw
+``benchmarks/studies/results_kernel_defaults.md``, overwritten) and optionally the raw
 per-fold results as JSON (``--raw``), from which ``--from-raw`` rebuilds the
 report without refitting.
 
@@ -72,23 +72,28 @@ Examples
 --------
 Full run (about 10 minutes on one core)::
 
-    python benchmarks/tune_kernel_defaults.py --check \\
+    python benchmarks/studies/tune_kernel_defaults.py --check \\
         --la-width 1000 --raw /tmp/kernel_defaults.json
 
 Smoke test::
 
-    python benchmarks/tune_kernel_defaults.py --datasets iris wine \\
+    python benchmarks/studies/tune_kernel_defaults.py --datasets iris wine \\
         --s-grid 10 30 --m-grid 0 0.1 --widths 1000 --output /tmp/smoke.md
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The shared helpers (_common.py) live one folder up, in benchmarks/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import json
 import math
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from _common import (
@@ -1071,7 +1076,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--output",
         type=Path,
-        default=REPO / "benchmarks" / "results_kernel_defaults.md",
+        default=REPO / "benchmarks" / "studies" / "results_kernel_defaults.md",
         help="markdown report, overwritten",
     )
     parser.add_argument("--raw", type=Path, help="also write raw results as JSON")

@@ -12,10 +12,16 @@
 Dask runs its synchronous scheduler (the same map-reduce code, no cluster);
 one BLAS thread::
 
-    python benchmarks/dask_centres.py --data ../shared/data
+    python benchmarks/studies/dask_centres.py --data ../shared/data
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The shared helpers (_common.py) live one folder up, in benchmarks/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import warnings

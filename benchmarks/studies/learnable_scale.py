@@ -27,7 +27,7 @@ and prints test accuracy, log loss and CPU seconds.
 
 Usage::
 
-    python benchmarks/learnable_scale.py [--data ../shared/data]
+    python benchmarks/studies/learnable_scale.py [--data ../shared/data]
         [--datasets vowel,segment] [--alpha 1e-4] [--floors 1,30,60]
 """
 
@@ -47,15 +47,14 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils.extmath import softmax  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from sklmargin import MarginSoftmaxClassifierCV  # noqa: E402
-from sklmargin._margins import get_margin  # noqa: E402
+from sklmargin import MarginSoftmaxClassifierCV, get_margin  # noqa: E402
 from sklmargin._objective import (  # noqa: E402
     LinearMarginObjective,
     pointwise_loss_gradient,
 )
 from sklmargin._rows import prepare_rows, row_norms  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 class LearnableScaleObjective(LinearMarginObjective):

@@ -40,37 +40,41 @@ Protocol
   share it. Warnings (ConvergenceWarning) and errors are counted per setting.
 
 Output is a markdown report (``--output``, default
-``benchmarks/results_defaults.md``, overwritten) with the date, the machine, the
+``benchmarks/studies/results_defaults.md``, overwritten) with the date, the machine, the
 exact command and the package versions, and optionally the raw per-fold numbers
 as JSON (``--raw``).
 
 Examples
 --------
-The run behind ``benchmarks/results_defaults.md`` (20 minutes on 2 busy cores;
+The run behind ``benchmarks/studies/results_defaults.md`` (20 minutes on 2 busy cores;
 without ``--extend`` and with ``--cv-repeats 1`` about 5)::
 
-    python benchmarks/tune_defaults.py --extend --cv-repeats 3 \\
+    python benchmarks/studies/tune_defaults.py --extend --cv-repeats 3 \\
         --raw /tmp/results_defaults.json
 
 Rebuild the report from the raw results without refitting::
 
-    python benchmarks/tune_defaults.py --from-raw \\
+    python benchmarks/studies/tune_defaults.py --from-raw \\
         /tmp/results_defaults.json
 
 Smoke test on two small data sets and one loss::
 
-    python benchmarks/tune_defaults.py --datasets iris wine \\
+    python benchmarks/studies/tune_defaults.py --datasets iris wine \\
         --losses normface --output /tmp/smoke.md
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# The shared helpers (_common.py) live one folder up, in benchmarks/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import itertools
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from _common import (
@@ -562,8 +566,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--output",
         type=Path,
-        default=REPO / "benchmarks" / "results_defaults.md",
-        help="markdown report, overwritten (default benchmarks/results_defaults.md)",
+        default=REPO / "benchmarks" / "studies" / "results_defaults.md",
+        help="markdown report, overwritten (default: studies/results_defaults.md)",
     )
     parser.add_argument(
         "--raw", type=Path, help="also write the per-fold results as JSON"

@@ -33,8 +33,8 @@ store, a JSON-lines file, and skips rows it already has, so a killed run resumes
 
 Usage::
 
-    python benchmarks/kernel_study.py run --store /tmp/kernel_study.jsonl
-    python benchmarks/kernel_study.py report --store /tmp/kernel_study.jsonl
+    python benchmarks/studies/kernel_study.py run --store /tmp/kernel_study.jsonl
+    python benchmarks/studies/kernel_study.py report --store /tmp/kernel_study.jsonl
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import sys  # noqa: E402
 
 # This checkout's sklmargin, not an installed one.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -58,7 +60,6 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
