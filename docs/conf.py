@@ -171,6 +171,23 @@ def _check_offline(app, exception):
 
 
 # -- a table generated from the code, so the defaults shown are never stale --
+def _write_list_table(name, header, rows, widths=None):
+    """Write ``_generated/NAME`` as an RST list-table (only when it changed)."""
+    lines = [".. list-table::", "   :header-rows: 1"]
+    if widths:
+        lines.append(f"   :widths: {widths}")
+    lines.append("")
+    for row in (header, *rows):
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    out = HERE / "_generated"
+    out.mkdir(exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    target = out / name
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+
+
 def _write_defaults_table():
     """Write ``_generated/defaults.inc``: each loss's defaults and geometry."""
     aliases = {target: alias for alias, target in ALIASES.items()}
@@ -202,16 +219,7 @@ def _write_defaults_table():
         "default lambda_min",
         "L2 penalty ``C``",
     )
-    lines = [".. list-table::", "   :header-rows: 1", ""]
-    for row in (header, *rows):
-        lines.append(f"   * - {row[0]}")
-        lines.extend(f"     - {cell}" for cell in row[1:])
-    out = HERE / "_generated"
-    out.mkdir(exist_ok=True)
-    text = "\n".join(lines) + "\n"
-    target = out / "defaults.inc"
-    if not target.exists() or target.read_text() != text:
-        target.write_text(text)
+    _write_list_table("defaults.inc", header, rows)
 
 
 _write_defaults_table()
@@ -230,16 +238,7 @@ def _write_losses_table():
         rows.append(
             (label, f":math:`{target} + b_y`", f":math:`{other} + b_j`", margin.paper)
         )
-    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 18 26 22 34", ""]
-    for row in (header + ("paper",), *rows):
-        lines.append(f"   * - {row[0]}")
-        lines.extend(f"     - {cell}" for cell in row[1:])
-    out = HERE / "_generated"
-    out.mkdir(exist_ok=True)
-    text = "\n".join(lines) + "\n"
-    target = out / "losses.inc"
-    if not target.exists() or target.read_text() != text:
-        target.write_text(text)
+    _write_list_table("losses.inc", header + ("paper",), rows, widths="18 26 22 34")
 
 
 _write_losses_table()
