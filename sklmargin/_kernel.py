@@ -231,6 +231,13 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             random_state=self.random_state,
         )
 
+    def _fitted_map(self, X, sample_weight):
+        """Fit a new map on ``X``: ``(map, dtype, X as the map takes it)``."""
+        dtype = self._resolve_compute_dtype(X.shape[0], X.dtype)
+        X = self._map_input(X, dtype)
+        feature_map = self._new_feature_map().fit(X, sample_weight=sample_weight)
+        return feature_map, dtype, X
+
     def _fit_feature_map(self, X, sample_weight):
         premapped = self.__dict__.pop("_premapped", None)
         if premapped is not None:  # a CV fold's map and rows (_fit_on_features)
@@ -239,18 +246,15 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             # fit normalises its rows in place; the fold's rows serve every
             # point of the path.
             return features.copy()
-        self.compute_dtype_ = self._resolve_compute_dtype(X.shape[0], X.dtype).name
-        X = self._map_input(X, self.compute_dtype_)
-        self.feature_map_ = self._new_feature_map().fit(X, sample_weight=sample_weight)
+        self.feature_map_, dtype, X = self._fitted_map(X, sample_weight)
+        self.compute_dtype_ = dtype.name
         return self.feature_map_.transform(X)
 
     def _map_features(self, X):
         return self.feature_map_.transform(self._map_input(X, self.compute_dtype_))
 
     def _fold_features(self, X_train, sample_weight, X_test):
-        dtype = self._resolve_compute_dtype(X_train.shape[0], X_train.dtype)
-        X_train = self._map_input(X_train, dtype)
-        feature_map = self._new_feature_map().fit(X_train, sample_weight=sample_weight)
+        feature_map, dtype, X_train = self._fitted_map(X_train, sample_weight)
         return (
             feature_map,
             feature_map.transform(X_train),
