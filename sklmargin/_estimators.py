@@ -33,7 +33,7 @@ from ._start import (
     softmax_start,
     warm_start_params,
 )
-from ._validation import check_sample_and_class_weight
+from ._validation import check_sample_and_class_weight, logits_in_dtype
 
 
 def _dask_integration(X):
@@ -320,7 +320,7 @@ class BaseMarginSoftmax(
         )
         # In the input's dtype, whatever precision a kernel map computed in.
         logits = self._logits_of_features(self._map_features(X))
-        return logits.astype(X.dtype, copy=False)
+        return logits_in_dtype(logits, X.dtype)
 
     def _logits_of_features(self, features):
         """Margin-free logits of rows already mapped by ``feature_map_``."""

@@ -137,3 +137,24 @@ def check_sample_and_class_weight(
     weights = sample_weight * factors[y_encoded]
     _check_weight_values(weights, "sample_weight * class_weight")
     return weights
+
+
+def logits_in_dtype(logits, dtype):
+    """Return ``logits`` cast to ``dtype``, refused where it cannot hold them.
+
+    A kernel model computing in float64 (``compute_dtype``) and asked about
+    float32 rows returns float32 logits; beyond float32's range the cast would
+    give inf with a RuntimeWarning, so it is a ValueError instead, as a
+    float32 model's own scale check (``checked_logit_scale``) gives.
+    """
+    dtype = np.dtype(dtype)
+    if logits.dtype.itemsize > dtype.itemsize:
+        limit = float(np.finfo(dtype).max) / 64.0
+        largest = float(np.max(np.abs(logits), initial=0.0))
+        if not largest < limit:
+            raise ValueError(
+                f"The logit scale reaches {largest:.3g}, beyond what {dtype} "
+                f"logits can hold (about {limit:.3g}): predict on "
+                f"{logits.dtype} rows, or refit with a lower s."
+            )
+    return logits.astype(dtype, copy=False)

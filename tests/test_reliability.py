@@ -289,3 +289,27 @@ def test_nystroem_float32_rows_beyond_the_scaled_range():
         Z = nystroem.transform(X)
     assert Z.dtype == np.float32
     np.testing.assert_allclose(Z, nystroem.transform(X.astype(np.float64)), atol=1e-6)
+
+
+# -- found by the final 10,000-case --beyond fuzz run of round 3 --------------------
+def test_float64_kernel_model_refuses_float32_rows_beyond_their_range():
+    # compute_dtype="auto" keeps small float64 fits in float64; their logits at
+    # s=1e39 do not fit float32, and the cast to the rows' dtype gave inf with
+    # "overflow encountered in cast". Now a ValueError, as for a float32 model.
+    from sklmargin import KernelMarginSoftmaxClassifier
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(33, 2)
+    y = np.repeat([0, 1, 2, 3], [4, 15, 10, 4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = KernelMarginSoftmaxClassifier(
+            loss="normface", s=1e39, n_components=7, gamma=38.11, max_iter=5,
+            random_state=647,
+        ).fit(X, y)  # fmt: skip
+    assert clf.compute_dtype_ == "float64"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="logit scale reaches .* float32"):
+            clf.decision_function(X.astype(np.float32))
+        assert np.all(np.isfinite(clf.decision_function(X)))
