@@ -4,7 +4,7 @@ Target: at most one n x M float32 matrix beyond the data. Synthetic float32
 data (default 100,000 x 50, M = 2000), one BLAS thread, peak RSS growth of the
 fit measured with ``resource`` (Unix only). Run in a fresh process:
 
-    python benchmarks/kernel_memory.py --n 100000 --d 50 --m 2000
+    python benchmarks/kernel_memory.py --n 100000 --d 50 --m 2000 [--dtype float64]
 """
 
 from __future__ import annotations
@@ -23,11 +23,18 @@ def main():
     parser.add_argument("--d", type=int, default=50)
     parser.add_argument("--m", type=int, default=2000)
     parser.add_argument("--max-iter", type=int, default=20)
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float32",
+        help="input dtype (float64: what a StandardScaler hands on; the fit "
+        "computes in float32 either way, compute_dtype='auto')",
+    )
     args = parser.parse_args()
     from sklmargin import KernelMarginSoftmaxClassifier
 
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((args.n, args.d)).astype(np.float32)
+    X = rng.standard_normal((args.n, args.d)).astype(args.dtype)
     y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 0.5)
     # ru_maxrss is in KiB on Linux.
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -41,7 +48,8 @@ def main():
     one_matrix = args.n * args.m * 4 / 2**20
     print("BLAS threads: 1")
     print(
-        f"n={args.n} d={args.d} M={args.m}: peak RSS growth {peak - before:.0f} MiB; "
+        f"n={args.n} d={args.d} M={args.m} {args.dtype} input: "
+        f"peak RSS growth {peak - before:.0f} MiB; "
         f"one n x M float32 = {one_matrix:.0f} MiB; data {X.nbytes / 2**20:.0f} MiB; "
         f"fit {seconds:.1f} s ({args.max_iter} iterations at most)"
     )
