@@ -358,7 +358,8 @@ class _BaseMarginSoftmaxCV(
             for f, (train, test) in enumerate(folds)
             for map_point in map_points
         ]
-        results = [path for job in Parallel(n_jobs=self.n_jobs)(jobs) for path in job]
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
+        results = [path for job in parallel(jobs) for path in job]
 
         n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
         shape = (n_folds, *[len(g) for g in outer_grids], n_path)
