@@ -1,6 +1,8 @@
-"""Test session settings."""
+"""Test session settings and shared data."""
 
 import pytest
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 
@@ -11,3 +13,16 @@ def _single_threaded_blas():
     # (measured: the conformance suite took 10x longer with 2 threads).
     with threadpool_limits(limits=1):
         yield
+
+
+@pytest.fixture(scope="session")
+def digits():
+    """Open-set split of digits: 0-5 known (train/test halves), 6-9 unknown.
+
+    Returns ``X_train, y_train, X_known_test, X_unknown`` (standardised).
+    """
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    known = y < 6
+    X_known, y_known = X[known], y[known]
+    return X_known[::2], y_known[::2], X_known[1::2], X[~known]

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -45,16 +44,6 @@ OPEN_SET_CONTRACT = {
 )
 def test_sklearn_conformance(estimator, check):
     check(estimator)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    """Digits 0-5 known (train/test halves), 6-9 unknown."""
-    X, y = load_digits(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    known = y < 6
-    X_known, y_known = X[known], y[known]
-    return X_known[::2], y_known[::2], X_known[1::2], X[~known]
 
 
 def test_weighted_lower_quantile_equals_repeated_rows():

@@ -3,8 +3,6 @@
 import numpy as np
 import pytest
 from scipy.special import log_softmax
-from sklearn.datasets import load_digits
-from sklearn.preprocessing import StandardScaler
 
 from sklmargin import (
     KernelMarginSoftmaxClassifier,
@@ -13,16 +11,6 @@ from sklmargin import (
     MarginSoftmaxClassifierCV,
 )
 from sklmargin._openset_scores import open_set_temperature
-
-
-@pytest.fixture(scope="module")
-def digits():
-    """Digits 0-5 known (train/test halves), 6-9 unknown."""
-    X, y = load_digits(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    known = y < 6
-    X_known, y_known = X[known], y[known]
-    return X_known[::2], y_known[::2], X_known[1::2], X[~known]
 
 
 def _auroc(known_scores, unknown_scores):
