@@ -224,16 +224,43 @@ def rbf_kernel_block(
             return K.astype(dtype)
         out[...] = K
         return out
-    A = A * dtype.type(root)
-    B = B * dtype.type(root)
-    K = np.matmul(A, B.T, out=out)
-    K *= -2.0
-    K += np.einsum("ij,ij->i", A, A)[:, None]
-    K += np.einsum("ij,ij->i", B, B)[None, :]
-    np.maximum(K, 0.0, out=K)
+    K = scaled_squared_distances(A, B, gamma, out=out)
     K *= -1.0
     np.exp(K, out=K)
     return K
+
+
+def scaled_squared_distances(A, B, gamma, out=None):
+    r"""Return :math:`\gamma \lVert a_i - b_j \rVert^2` for all row pairs, clipped at 0.
+
+    Both sides scaled by :math:`\sqrt\gamma` first, then one GEMM,
+    :math:`\lVert a' \rVert^2 + \lVert b' \rVert^2 - 2\, a'^\top b'`, in the
+    dtype of ``A`` (:func:`rbf_kernel_block` guards the float32 range before
+    calling it).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_a, n_features)
+    B : ndarray of shape (n_b, n_features)
+        Same dtype as ``A``.
+    gamma : float
+        Kernel coefficient.
+    out : ndarray of shape (n_a, n_b), default=None
+        Where to write the result.
+
+    Returns
+    -------
+    D : ndarray of shape (n_a, n_b)
+    """
+    root = A.dtype.type(np.sqrt(gamma))
+    A = A * root
+    B = B * root
+    D = np.matmul(A, B.T, out=out)
+    D *= -2.0
+    D += np.einsum("ij,ij->i", A, A)[:, None]
+    D += np.einsum("ij,ij->i", B, B)[None, :]
+    np.maximum(D, 0.0, out=D)
+    return D
 
 
 def uniform_indices(weights, n_centres, rng):

@@ -55,6 +55,7 @@ from scipy.special import logsumexp
 from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._centres import scaled_squared_distances
 from ._nystroem import NystroemFeatures
 
 #: Logit scale at which the maximum probability is read: ``T = max(1, s / 30)``.
@@ -121,19 +122,15 @@ def nearest_centre_log_similarity(feature_map, X):
     centres = feature_map.components_.astype(np.float64)
     offset = centres.mean(axis=0)
     centres = centres - offset
-    centre_norms = np.einsum("ij,ij->i", centres, centres)
     block = max(1, _BLOCK_BYTES // (8 * max(centres.shape[0], X.shape[1])))
     nearest = np.empty(n_samples)
     for rows in gen_batches(n_samples, block):
         part = X[rows]
         part = part.toarray() if hasattr(part, "toarray") else part
         part = np.asarray(part, dtype=np.float64) - offset
-        distances = part @ centres.T
-        distances *= -2.0
-        distances += np.einsum("ij,ij->i", part, part)[:, None]
-        distances += centre_norms[None, :]
-        nearest[rows] = np.maximum(distances.min(axis=1), 0.0)
-    return -feature_map.gamma_ * nearest
+        distances = scaled_squared_distances(part, centres, feature_map.gamma_)
+        nearest[rows] = distances.min(axis=1)
+    return -nearest
 
 
 class OpenSetScoreMixin:
