@@ -48,7 +48,7 @@ from sklearn.utils.extmath import softmax  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from sklmargin import MarginSoftmaxClassifierCV  # noqa: E402
-from sklmargin._calibration import (  # noqa: E402
+from sklmargin.model_selection._calibration import (  # noqa: E402
     expected_calibration_error,
     logits_from_decision,
 )

@@ -36,8 +36,8 @@ import dask.array as da  # noqa: E402
 import numpy as np  # noqa: E402
 from distributed import Client, LocalCluster, wait  # noqa: E402
 
-import sklmargin._dask as dask_module  # noqa: E402
-import sklmargin._estimators as estimators_module  # noqa: E402
+import sklmargin.estimators as estimators_module  # noqa: E402
+import sklmargin.integrations.dask._estimators as dask_module  # noqa: E402
 from sklmargin import MarginSoftmaxClassifier  # noqa: E402
 
 

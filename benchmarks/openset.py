@@ -64,7 +64,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     OpenSetClassifier,
 )
-from sklmargin._openset_scores import (
+from sklmargin.openset._scores import (
     log_max_probability,
     nearest_centre_log_similarity,
     open_set_temperature,

@@ -25,13 +25,13 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 # Headless rendering for the gallery, whatever the environment says.
 os.environ["MPLBACKEND"] = "Agg"
 # The "?" link of an estimator's HTML repr on a gallery page (one level below
-# the root) opens our own API page on this site: sklmargin/_doc_link.py.
+# the root) opens our own API page on this site: sklmargin/_utils/doc_link.py.
 os.environ["SKLMARGIN_DOC_URL"] = "../"
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import sklmargin  # noqa: E402
-from sklmargin._margins import _REGISTRY, ALIASES  # noqa: E402
+from sklmargin.losses._registry import _REGISTRY, ALIASES  # noqa: E402
 
 # ... and for libraries already loaded (the limit stays for the whole build).
 threadpool_limits(limits=1)

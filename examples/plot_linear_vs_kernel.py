@@ -169,4 +169,5 @@ plt.show()
 # 6000 training rows, four or more points ahead of every random-feature
 # model. What the random features buy is cost: predict time that does not
 # grow with the training set, and fit time that grows linearly with it where
-# SVC's grows superlinearly (see ``python -m sklmargin bench-scale``).
+# SVC's grows superlinearly (see
+# ``python benchmarks/objective_scaling.py bench-scale``).

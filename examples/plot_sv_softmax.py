@@ -15,7 +15,7 @@ example shows which samples are support vectors at the start and at the end of
 training, how ``t`` multiplies their share of the gradient, and what that
 does to the fit. Everything is computed with the fitted model's cosines and
 the SV-Softmax modifier's own mask,
-:meth:`sklmargin._modifiers.SupportVectorGuided.non_target_state`.
+:meth:`sklmargin.losses._support_vectors.SupportVectorGuided.non_target_state`.
 """
 
 # %%
@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklmargin import MarginSoftmaxClassifier, get_margin, margin_softmax_loss
-from sklmargin._modifiers import SupportVectorGuided
+from sklmargin.losses._support_vectors import SupportVectorGuided
 
 rng = np.random.RandomState(0)
 centres = np.deg2rad([90.0, 210.0, 330.0])

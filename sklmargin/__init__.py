@@ -2,20 +2,23 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._cv import KernelMarginSoftmaxClassifierCV, MarginSoftmaxClassifierCV
-from ._estimators import MarginSoftmaxClassifier
-from ._features import RandomFourierFeatures
-from ._kernel import KernelMarginSoftmaxClassifier
-from ._margins import LOSS_NAMES, Margin, get_margin, registered_margins
-from ._nystroem import NystroemFeatures
-from ._objective import margin_softmax_loss
-from ._openset import OpenSetClassifier
+from ._legacy import install_legacy_module_paths
+from .estimators import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from .features import NystroemFeatures, RandomFourierFeatures
+from .losses import LOSS_NAMES, Margin, get_margin, registered_margins
+from .model_selection import KernelMarginSoftmaxClassifierCV, MarginSoftmaxClassifierCV
+from .objective import margin_softmax_loss
+from .openset import OpenSetClassifier
+
+# Models pickled (or saved with skops) before the subpackages existed name
+# modules such as ``sklmargin._estimators``: those names still import.
+install_legacy_module_paths()
 
 # Integrations load on first use: a NumPy fit imports no ONNX or skops code.
 _LAZY = {
-    "register_onnx_converters": "._onnx",
-    "to_onnx": "._onnx",
-    "skops_trusted_types": "._skops",
+    "register_onnx_converters": ".integrations.onnx",
+    "to_onnx": ".integrations.onnx",
+    "skops_trusted_types": ".integrations.skops",
 }
 
 

@@ -25,14 +25,6 @@ SUBCOMMANDS = {
         "sklmargin.compare.cli",
         "accuracy and fit/predict time of sklmargin vs scikit-learn",
     ),
-    "bench-objective": (
-        "sklmargin._bench",
-        "time one objective evaluation against its two GEMMs",
-    ),
-    "bench-scale": (
-        "sklmargin._bench",
-        "fit time and peak memory as n grows (synthetic data)",
-    ),
 }
 
 

@@ -33,9 +33,9 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     margin_softmax_loss,
 )
-from sklmargin._features import _weighted_variance
-from sklmargin._margins import ALIASES, registered_margins
-from sklmargin._validation import check_sample_and_class_weight
+from sklmargin._utils.validation import check_sample_and_class_weight
+from sklmargin.features._fourier import _weighted_variance
+from sklmargin.losses._registry import ALIASES, registered_margins
 
 ESTIMATORS = {
     "MarginSoftmaxClassifier": MarginSoftmaxClassifier,

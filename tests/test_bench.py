@@ -1,4 +1,4 @@
-"""The benchmark subcommands: what they write, and that they refuse bad input.
+"""benchmarks/objective_scaling.py: what it writes, and that it refuses bad input.
 
 Sizes are tiny; no timing is asserted (timings are the scripts' business).
 """
@@ -9,8 +9,21 @@ import math
 import numpy as np
 import pytest
 
-from sklmargin import _bench
-from sklmargin.__main__ import main
+
+def _benchmark_script(name):
+    """A script of ``benchmarks/``, imported the way the scripts import it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_bench = _benchmark_script("objective_scaling")
+main = _bench.main
 
 
 def test_objective_json_rows_have_the_documented_fields(tmp_path, capsys):
@@ -74,15 +87,7 @@ def test_bad_arguments_are_usage_errors(argv, capsys):
 
 
 def _benchmarks_common():
-    """``benchmarks/_common.py``, imported the way the scripts import it."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "_common.py"
-    spec = importlib.util.spec_from_file_location("_common", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _benchmark_script("_common")
 
 
 def test_benchmark_helper_ranks_failures_last_and_shares_ties():

@@ -7,7 +7,7 @@ registered loss is checked without editing this file.
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from sklmargin._margins import registered_margins
+from sklmargin.losses._registry import registered_margins
 
 LINEAR_CONFIGS = [
     MarginSoftmaxClassifier(loss=margin.name) for margin in registered_margins()
@@ -20,7 +20,7 @@ LINEAR_CONFIGS = [
 # row of the checks' small data sets is a centre), then one config per loss
 # family, selector and map. check_class_weight_classifiers failed at s=100
 # until the cold start solved the bias for the imprinted prototypes
-# (sklmargin._start.optimal_intercept), and check_classifiers_train on float32
+# (sklmargin.solver._start.optimal_intercept), and check_classifiers_train on float32
 # rows until probabilities were floored above 0 (a logit gap beyond 104
 # underflowed one, and the check compares predict_log_proba with log(0)).
 KERNEL_CONFIGS = [

@@ -15,7 +15,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
 )
-from sklmargin._calibration import (
+from sklmargin.model_selection._calibration import (
     T_MAX,
     T_MIN,
     expected_calibration_error,

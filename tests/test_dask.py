@@ -22,7 +22,7 @@ import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
-import sklmargin._dask as dask_module  # noqa: E402
+import sklmargin.integrations.dask._estimators as dask_module  # noqa: E402
 
 CHUNK = 90
 
@@ -240,7 +240,7 @@ def test_nystroem_float32_and_float64_take_the_same_centres():
 
 
 def test_adaptive_centres_beyond_the_gather_budget_warn(sync, monkeypatch):
-    import sklmargin._dask_features as features_module
+    import sklmargin.integrations.dask._features as features_module
 
     X, y = _data(n=400)
     monkeypatch.setattr(features_module, "_GATHER_BYTES", 100 * X.shape[1] * 8)

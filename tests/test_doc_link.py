@@ -9,8 +9,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import estimator_html_repr
 
 import sklmargin
-from sklmargin import _doc_link
-from sklmargin._doc_link import DOC_URL_ENV, DocLinkMixin
+from sklmargin._utils import doc_link as _doc_link
+from sklmargin._utils.doc_link import DOC_URL_ENV, DocLinkMixin
 
 API = Path(__file__).resolve().parent.parent / "docs" / "api.rst"
 PUBLIC_ESTIMATORS = [

@@ -68,7 +68,7 @@ def _formula(text):
 
 def _expected_rows():
     aliases = {}
-    for alias, target in sklmargin._margins.ALIASES.items():
+    for alias, target in sklmargin.losses._registry.ALIASES.items():
         aliases.setdefault(target, []).append(alias)
     return {
         margin.name: (

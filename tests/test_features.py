@@ -1,4 +1,4 @@
-"""Tests of the random Fourier feature map (sklmargin._features)."""
+"""Tests of the random Fourier feature map (sklmargin.features._fourier)."""
 
 import numpy as np
 import pytest
@@ -7,8 +7,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklmargin import _features
-from sklmargin._features import RandomFourierFeatures
+from sklmargin.features import _fourier as _features
+from sklmargin.features._fourier import RandomFourierFeatures
 
 
 @parametrize_with_checks(

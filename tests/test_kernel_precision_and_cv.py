@@ -9,11 +9,11 @@ from sklmargin import (
     KernelMarginSoftmaxClassifierCV,
     NystroemFeatures,
 )
-from sklmargin._kernel import _FLOAT32_ENTRIES
-from sklmargin._margins import get_margin
-from sklmargin._objective import LinearMarginObjective
-from sklmargin._rows import prepare_rows
-from sklmargin._start import initial_params, optimal_intercept
+from sklmargin.estimators._kernel import _FLOAT32_ENTRIES
+from sklmargin.losses._registry import get_margin
+from sklmargin.objective._linear import LinearMarginObjective
+from sklmargin.objective._rows import prepare_rows
+from sklmargin.solver._start import initial_params, optimal_intercept
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,9 @@ def test_auto_precision_follows_the_size_and_returns_the_input_dtype(
     small = KernelMarginSoftmaxClassifier(**params).fit(X, y)
     assert small.compute_dtype_ == np.dtype(input_dtype).name
     # Lower the threshold below this fit's n * M: the same data compute in float32.
-    monkeypatch.setattr("sklmargin._kernel._FLOAT32_ENTRIES", X.shape[0] * 50)
+    monkeypatch.setattr(
+        "sklmargin.estimators._kernel._FLOAT32_ENTRIES", X.shape[0] * 50
+    )
     large = KernelMarginSoftmaxClassifier(**params).fit(X, y)
     assert large.compute_dtype_ == "float32"
     assert large.coef_.dtype == np.float32

@@ -10,8 +10,10 @@ from sklearn.model_selection import cross_val_score
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from sklmargin._margins import AMSoftmax, Margin, get_margin, registered_margins
-from sklmargin._modifiers import SupportVectorGuided, with_support_vectors
+from sklmargin.losses._additive import AMSoftmax
+from sklmargin.losses._base import Margin
+from sklmargin.losses._registry import get_margin, registered_margins
+from sklmargin.losses._support_vectors import SupportVectorGuided, with_support_vectors
 
 MARGINS = registered_margins()
 

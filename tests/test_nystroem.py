@@ -11,9 +11,9 @@ from scipy.spatial.distance import pdist
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import sklmargin._nystroem as nystroem_module
+import sklmargin.features._nystroem as nystroem_module
 from sklmargin import NystroemFeatures
-from sklmargin._centres import (
+from sklmargin.features._centres import (
     CENTRE_SELECTORS,
     distinct_weighted_rows,
     kmeans_centres,

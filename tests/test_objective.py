@@ -7,15 +7,15 @@ import pytest
 from scipy import sparse
 
 from sklmargin import margin_softmax_loss
-from sklmargin._margins import (
+from sklmargin.losses._registry import (
     ALIASES,
     LOSS_NAMES,
     get_margin,
     registered_margins,
 )
-from sklmargin._modifiers import with_support_vectors
-from sklmargin._objective import LinearMarginObjective
-from sklmargin._rows import prepare_rows
+from sklmargin.losses._support_vectors import with_support_vectors
+from sklmargin.objective._linear import LinearMarginObjective
+from sklmargin.objective._rows import prepare_rows
 
 # Every registered loss is tested; a new one is picked up without editing a list.
 LOSSES = [margin.name for margin in registered_margins()]
@@ -204,10 +204,26 @@ def _objective(loss, t, fit_intercept, rng, sparse_X=False, n=15, d=4, k=3):
     rows = prepare_rows(X, normalize=margin.uses_angle)
     margin = with_support_vectors(margin, t)
     obj = LinearMarginObjective(rows, y, k, sw, margin, m, s, 0.7, fit_intercept)
-    if margin.uses_lambda:
-        obj.lam = 0.5
     params = rng.standard_normal(obj.n_params)
-    return obj, params
+    # the objective at a softening lam = 0.5 where the loss has one
+    lam = 0.5 if margin.uses_lambda else 0.0
+    return _AtLambda(obj, lam), params
+
+
+class _AtLambda:
+    """An objective evaluated at one softening (the solver passes it per call)."""
+
+    def __init__(self, objective, lam):
+        self.objective, self.lam = objective, lam
+
+    def __getattr__(self, name):
+        return getattr(self.objective, name)
+
+    def loss_gradient(self, params, state=None):
+        return self.objective.loss_gradient(params, lam=self.lam, state=state)
+
+    def value_and_state(self, params):
+        return self.objective.value_and_state(params, lam=self.lam)
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -216,9 +232,11 @@ def _objective(loss, t, fit_intercept, rng, sparse_X=False, n=15, d=4, k=3):
 def test_full_objective_gradient_matches_finite_differences(loss, t, fit_intercept):
     rng = np.random.default_rng(2)
     obj, params = _objective(loss, t, fit_intercept, rng)
-    obj.state = obj.value_and_state(params)[1]  # hold SV fixed, as the solver does
-    _, grad = obj.loss_gradient(params)
-    numeric = five_point_gradient(lambda p: obj.loss_gradient(p)[0], params, h=1e-5)
+    state = obj.value_and_state(params)[1]  # hold SV fixed, as the solver does
+    _, grad = obj.loss_gradient(params, state=state)
+    numeric = five_point_gradient(
+        lambda p: obj.loss_gradient(p, state=state)[0], params, h=1e-5
+    )
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
 
 
@@ -250,7 +268,7 @@ def test_sparse_and_dense_objective_agree(loss):
     obj_dense = obj_sparse.with_margin(obj_sparse.margin)
     obj_dense.rows = X_dense  # same values, now dense
     obj_dense.X = X_dense.X.toarray()
-    obj_dense.lam = obj_sparse.lam
+    obj_dense = _AtLambda(obj_dense, obj_sparse.lam)
     v1, g1 = obj_sparse.loss_gradient(params)
     v2, g2 = obj_dense.loss_gradient(params)
     assert v1 == pytest.approx(v2, rel=1e-12)
@@ -338,7 +356,7 @@ def test_aliases_resolve():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_compiled_cross_entropy_matches_numpy_reference(dtype):
-    from sklmargin import _cross_entropy
+    from sklmargin.objective import _cross_entropy
 
     if _cross_entropy.HalfMultinomialLoss is None:
         pytest.skip("this scikit-learn has no private HalfMultinomialLoss")
@@ -370,7 +388,7 @@ def test_numpy_cross_entropy_matches_per_sample_formula():
         - sw[i] * z[i, y[i]]
         for i in range(9)
     )
-    from sklmargin._cross_entropy import _numpy_softmax_cross_entropy
+    from sklmargin.objective._cross_entropy import _numpy_softmax_cross_entropy
 
     loss, grad = _numpy_softmax_cross_entropy(z.copy(), y, sw)
     assert loss == pytest.approx(expected, rel=1e-12)
@@ -382,7 +400,7 @@ def test_numpy_cross_entropy_matches_per_sample_formula():
 
 @pytest.mark.parametrize("replacement", [None, "broken"])
 def test_cross_entropy_falls_back_to_numpy(monkeypatch, replacement):
-    from sklmargin import _cross_entropy
+    from sklmargin.objective import _cross_entropy
 
     class Broken:
         def __init__(self, n_classes):

@@ -22,8 +22,11 @@ from sklmargin import (
     RandomFourierFeatures,
     registered_margins,
 )
-from sklmargin._margins import AMSoftmax
-from sklmargin._onnx_description import _logit_description, _logits_from_description
+from sklmargin.integrations.onnx._description import (
+    _logit_description,
+    _logits_from_description,
+)
+from sklmargin.losses._additive import AMSoftmax
 
 LOSSES = [margin.name for margin in registered_margins()]
 COSINE_LOSSES = [margin.name for margin in registered_margins() if margin.normalizes_X]
@@ -263,7 +266,7 @@ def test_skl2onnx_on_an_unfitted_estimator_raises_not_fitted():
     skl2onnx = pytest.importorskip("skl2onnx")
     from sklearn.exceptions import NotFittedError
 
-    from sklmargin._onnx import register_onnx_converters
+    from sklmargin.integrations.onnx._export import register_onnx_converters
 
     register_onnx_converters()
     X = np.zeros((2, 3), dtype=np.float32)

@@ -13,7 +13,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     OpenSetClassifier,
 )
-from sklmargin._openset import weighted_lower_quantile
+from sklmargin.openset._classifier import weighted_lower_quantile
 
 # Where the open-set contract differs from a closed-set classifier's on purpose
 # (the API: decision_function is the open-set margin score - threshold,

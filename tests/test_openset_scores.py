@@ -1,4 +1,4 @@
-"""The estimators' open-set score, ``score_samples`` (sklmargin._openset_scores)."""
+"""The estimators' open-set score, ``score_samples`` (sklmargin.openset._scores)."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
 )
-from sklmargin._openset_scores import open_set_temperature
+from sklmargin.openset._scores import open_set_temperature
 
 
 def _auroc(known_scores, unknown_scores):

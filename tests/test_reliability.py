@@ -17,9 +17,9 @@ from sklmargin import (
     margin_softmax_loss,
     registered_margins,
 )
-from sklmargin._modifiers import with_support_vectors
-from sklmargin._objective import LinearMarginObjective
-from sklmargin._rows import lift_constant, prepare_rows, row_norms
+from sklmargin.losses._support_vectors import with_support_vectors
+from sklmargin.objective._linear import LinearMarginObjective
+from sklmargin.objective._rows import lift_constant, prepare_rows, row_norms
 
 ESTIMATORS = [
     MarginSoftmaxClassifier,
@@ -66,14 +66,14 @@ def _exact_objective(clf, X, y, t):
     objective = LinearMarginObjective(
         rows, y, len(clf.classes_), np.ones(len(y)), margin, clf.m_, clf.s_, 1.0, True
     )
-    if margin.uses_lambda:  # the final softening the fit ended with
-        objective.lam = margin.default_lambda
+    # the final softening the fit ended with
+    lam = margin.default_lambda if margin.uses_lambda else 0.0
     params = np.zeros(objective.n_params)
     coef, intercept = objective.unpack(params)
     lifted = clf.constant_feature_ > 0
     coef[:] = np.column_stack([clf.coef_, clf.constant_coef_]) if lifted else clf.coef_
     intercept[:] = clf.intercept_
-    return objective.value_and_state(params)[0]
+    return objective.value_and_state(params, lam=lam)[0]
 
 
 @pytest.mark.parametrize("loss", ["softmax", "normface", "am-softmax", "arcface"])

@@ -45,11 +45,11 @@ def _fit(estimator):
 def test_trusted_types_are_our_estimators_and_margins():
     names = skops_trusted_types()
     assert {
-        "sklmargin._estimators.MarginSoftmaxClassifier",
-        "sklmargin._features.RandomFourierFeatures",
-        "sklmargin._kernel.KernelMarginSoftmaxClassifier",
-        "sklmargin._margins.AMSoftmax",
-        "sklmargin._modifiers.SupportVectorGuided",
+        "sklmargin.estimators._linear.MarginSoftmaxClassifier",
+        "sklmargin.features._fourier.RandomFourierFeatures",
+        "sklmargin.estimators._kernel.KernelMarginSoftmaxClassifier",
+        "sklmargin.losses._additive.AMSoftmax",
+        "sklmargin.losses._support_vectors.SupportVectorGuided",
     } <= set(names)
     for name in names:  # each resolves to a class of sklmargin's own
         module, cls = name.rsplit(".", 1)

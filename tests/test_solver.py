@@ -3,11 +3,16 @@
 import numpy as np
 import pytest
 
-from sklmargin._margins import get_margin
-from sklmargin._modifiers import with_support_vectors
-from sklmargin._objective import LinearMarginObjective
-from sklmargin._rows import prepare_rows
-from sklmargin._solver import fit_continuation, lambda_schedule, lbfgs, state_rounds
+from sklmargin.losses._registry import get_margin
+from sklmargin.losses._support_vectors import with_support_vectors
+from sklmargin.objective._linear import LinearMarginObjective
+from sklmargin.objective._rows import prepare_rows
+from sklmargin.solver._lbfgs import (
+    fit_continuation,
+    lambda_schedule,
+    lbfgs,
+    state_rounds,
+)
 
 
 def test_lbfgs_solves_a_quadratic_to_tol():

@@ -69,6 +69,7 @@ def uniform_case(n_rows, n_centres):
 
 def pooled_case(data_dir, names, selectors, seeds, n_centres, pool):
     import sklmargin._dask_features as features_module
+
     from sklmargin import KernelMarginSoftmaxClassifier
 
     rows = []

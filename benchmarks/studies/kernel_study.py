@@ -77,7 +77,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from sklmargin import MarginSoftmaxClassifier, NystroemFeatures  # noqa: E402
+from sklmargin import MarginSoftmaxClassifier, NystroemFeatures
 
 S_GRID = [30, 60, 100, 200, 300, 600]
 GAMMA_MULTIPLES = [0.25, 0.5, 1.0, 2.0, 4.0]

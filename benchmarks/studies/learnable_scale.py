@@ -47,12 +47,10 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils.extmath import softmax  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from sklmargin import MarginSoftmaxClassifierCV, get_margin  # noqa: E402
-from sklmargin._objective import (  # noqa: E402
-    LinearMarginObjective,
-    pointwise_loss_gradient,
-)
-from sklmargin._rows import prepare_rows, row_norms  # noqa: E402
+from sklmargin import MarginSoftmaxClassifierCV, get_margin
+from sklmargin.objective._linear import LinearMarginObjective
+from sklmargin.objective._pointwise import pointwise_loss_gradient
+from sklmargin.objective._rows import prepare_rows, row_norms
 
 REPO = Path(__file__).resolve().parents[2]
 

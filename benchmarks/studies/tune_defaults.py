@@ -98,7 +98,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import MarginSoftmaxClassifier
-from sklmargin._margins import get_margin
+from sklmargin.losses._registry import get_margin
 
 S_GRID = (5, 10, 15, 20, 30)
 #: Hyper-parameter grids, one list of keyword dicts per loss.

@@ -1,6 +1,6 @@
 r"""The models of ``compare``: scikit-learn peers, our estimators, their grids.
 
-Our models are built from the loss registry (:func:`sklmargin._margins.
+Our models are built from the loss registry (:func:`sklmargin.losses.
 registered_margins`): every registered loss gives a ``margin:<loss>`` model,
 tuned over the loss's own ``search_grid``, and a ``kernel:<loss>`` model, tuned
 over the kernel width and the loss's logit scale (:func:`kernel_grid`), so a
@@ -38,7 +38,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from .. import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from .._margins import registered_margins
+from ..losses._registry import registered_margins
 from .settings import (
     GRID_POINTS,
     REFERENCE_MODELS,

@@ -19,13 +19,7 @@ from threadpoolctl import threadpool_info
 
 from .datasets import Dataset
 from .models import ModelSpec, grid_size_note, grid_sizes
-from .settings import (
-    ROW_FIELDS,
-    CompareError,
-    CompareSettings,
-    format_number,
-    plain,
-)
+from .settings import ROW_FIELDS, CompareError, CompareSettings, format_number, plain
 
 _SHORT_REFERENCE_NAMES = {"LinearSVC": "LinSVC", "LogisticRegression": "LogReg"}
 

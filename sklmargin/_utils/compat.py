@@ -1,0 +1,67 @@
+"""Every private scikit-learn name sklmargin uses, imported in one place, guarded.
+
+scikit-learn's private modules may move in any release, and ``scikit-learn>=1.6``
+is open-ended, so each import here has a fallback that keeps sklmargin importable
+and correct (possibly slower, or with less precise parameter messages):
+
+* ``_fit_context`` (:mod:`sklearn.base`) runs ``_validate_params`` against
+  ``_parameter_constraints`` and skips nested validation; the fallback calls
+  ``_validate_params`` when the estimator has it and nothing else.
+* ``Interval`` / ``StrOptions`` (:mod:`sklearn.utils._param_validation`) describe
+  the constraints; the fallback classes only record them (every estimator also
+  validates its parameters' meaning itself in ``fit``).
+* ``HalfMultinomialLoss`` (:mod:`sklearn._loss.loss`) is a compiled, fused
+  softmax cross-entropy; ``None`` when it cannot be imported, and the objective
+  then uses its numpy version (it also probes the compiled one against numpy).
+
+Sample weights are validated by :func:`sklmargin._utils.validation.check_weights`,
+written on public API only.
+"""
+
+from __future__ import annotations
+
+import functools
+
+try:  # pragma: no branch - which side runs depends on the installed version
+    from sklearn.base import _fit_context as fit_context
+except ImportError:  # pragma: no cover - only on a scikit-learn without it
+
+    def fit_context(*, prefer_skip_nested_validation):
+        """Fallback of scikit-learn's ``_fit_context``: validate, then fit."""
+
+        def decorator(fit_method):
+            @functools.wraps(fit_method)
+            def wrapper(estimator, *args, **kwargs):
+                validate = getattr(estimator, "_validate_params", None)
+                if validate is not None:
+                    validate()
+                return fit_method(estimator, *args, **kwargs)
+
+            return wrapper
+
+        return decorator
+
+
+try:
+    from sklearn.utils._param_validation import Interval, StrOptions
+except ImportError:  # pragma: no cover - only on a scikit-learn without it
+
+    class Interval:
+        """Record of a numeric interval constraint (not enforced)."""
+
+        def __init__(self, type, left, right, *, closed):  # noqa: A002
+            self.type, self.left, self.right, self.closed = type, left, right, closed
+
+    class StrOptions:
+        """Record of a string options constraint (not enforced)."""
+
+        def __init__(self, options, *, deprecated=None):
+            self.options = set(options)
+
+
+try:
+    from sklearn._loss.loss import HalfMultinomialLoss
+except ImportError:  # pragma: no cover - only on a scikit-learn without it
+    HalfMultinomialLoss = None
+
+__all__ = ["HalfMultinomialLoss", "Interval", "StrOptions", "fit_context"]

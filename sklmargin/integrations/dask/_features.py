@@ -1,0 +1,198 @@
+r"""The kernel estimator's feature map, fitted on the client from chunk statistics.
+
+The map itself is small (frequencies or a Nystroem basis); only what it needs
+from the data is reduced over the chunks:
+
+* ``gamma="scale"``: the sample-weighted variance of all entries,
+  :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
+  two passes (the mean, then centred squares) as
+  :func:`sklmargin.features._fourier._weighted_variance` does in memory, so integer
+  weights still equal repeated rows.
+* random Fourier features: nothing else; their frequencies depend only on the
+  width, ``d`` and ``random_state``, so the map equals the in-memory one.
+* Nystroem: the centres the in-memory fit would choose. The selectors draw
+  among the distinct positive-weight rows in the order of their content hashes
+  (:mod:`sklmargin.features._centres`), so one pass gathers each chunk's ``(hash,
+  weight)`` pairs (16 + 8 bytes per distinct row, summed over chunks for rows
+  repeated across them), the client makes the in-memory draw
+  (:func:`~sklmargin.features._centres.choose_centres`, same ``random_state``), and a
+  second pass fetches the chosen rows. ``"uniform"`` needs the weights only and
+  always equals the in-memory choice. The adaptive selectors (``"kmeans"``,
+  ``"rpcholesky"``) read every distinct row: they equal it while the distinct
+  rows fit in ``_GATHER_BYTES`` on the client; beyond, they run on a uniform
+  sample of as many rows (weights kept), with a ``UserWarning`` and
+  ``nystroem_basis_sampled_ = True``. Weight sums of rows repeated across
+  chunks are added in another order than in memory: non-integer weights may
+  differ in the last bit (integer weights do not).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ...features._centres import choose_centres, distinct_row_hashes
+from ...features._fourier import RandomFourierFeatures
+from ...features._nystroem import NystroemFeatures
+from ._cluster import share
+
+#: Most bytes of distinct rows the client gathers for an adaptive centre
+#: selector (k-means, RPCholesky), which reads every row; beyond, it sees a
+#: sample. Module level so that tests can shrink it.
+_GATHER_BYTES = 256 * 2**20
+
+
+def _weighted_row_sum(X, encoded):
+    return float(encoded[1] @ X.sum(axis=1, dtype=np.float64))
+
+
+def _weighted_centred_squares(X, encoded, mean):
+    centred = X.astype(np.float64) - mean
+    return float(encoded[1] @ np.einsum("ij,ij->i", centred, centred))
+
+
+def _chunk_row_hashes(X, encoded):
+    hashes, weights, _ = distinct_row_hashes(X, encoded[1])
+    return hashes, weights
+
+
+def _chunk_rows(X, encoded, wanted):
+    """Return the chunk's rows whose hash is in ``wanted`` (sorted), and where."""
+    hashes, _, index = distinct_row_hashes(X, encoded[1])
+    if not len(wanted):
+        return np.empty(0, dtype=np.intp), X[:0]
+    position = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)
+    hit = wanted[position] == hashes
+    return position[hit], X[index[hit]]
+
+
+def _gamma(estimator, source, sw_total):
+    import dask
+
+    if estimator.gamma != "scale":
+        return float(estimator.gamma)
+    d = source.n_features_in
+    task = dask.delayed(_weighted_row_sum, pure=False)
+    sums = dask.compute(
+        *[task(x, e) for x, e in zip(source.x_blocks, source.encoded, strict=True)]
+    )
+    mean = float(np.sum(sums)) / (sw_total * d)
+    task = dask.delayed(_weighted_centred_squares, pure=False)
+    squares = dask.compute(
+        *[
+            task(x, e, mean)
+            for x, e in zip(source.x_blocks, source.encoded, strict=True)
+        ]
+    )
+    variance = float(np.sum(squares)) / (sw_total * d)
+    return 1.0 / (d * variance) if variance > 0 else 1.0
+
+
+def _distinct_row_weights(source):
+    """Hashes of the distinct positive-weight rows (sorted) and their weights."""
+    import dask
+
+    task = dask.delayed(_chunk_row_hashes, pure=False)
+    parts = dask.compute(
+        *[task(x, e) for x, e in zip(source.x_blocks, source.encoded, strict=True)]
+    )
+    hashes, inverse = np.unique(
+        np.concatenate([h for h, _ in parts]), return_inverse=True
+    )
+    weights = np.bincount(
+        inverse.ravel(), np.concatenate([w for _, w in parts]), hashes.shape[0]
+    )
+    return hashes, weights
+
+
+def _fetch_rows(source, wanted):
+    """Fetch the rows whose hashes are ``wanted`` (sorted), in that order."""
+    import dask
+
+    task = dask.delayed(_chunk_rows, pure=False)
+    shared = share(wanted)
+    parts = dask.compute(
+        *[
+            task(x, e, shared)
+            for x, e in zip(source.x_blocks, source.encoded, strict=True)
+        ]
+    )
+    rows = np.empty((len(wanted), source.n_features_in), dtype=source.dtype)
+    for position, chunk_rows in parts:  # copies of a row are equal: any will do
+        rows[position] = chunk_rows
+    return rows
+
+
+def _nystroem_map(estimator, source, gamma):
+    """Fit the in-memory fit's NystroemFeatures; return it and whether sampled."""
+    hashes, weights = _distinct_row_weights(source)
+    row_bytes = source.n_features_in * source.dtype.itemsize
+    max_rows = max(1, _GATHER_BYTES // row_bytes)
+    # The in-memory fit's generator, consumed as NystroemFeatures.fit does.
+    rng = check_random_state(estimator.random_state)
+    centres, sampled = choose_centres(
+        weights,
+        lambda chosen: _fetch_rows(source, hashes[chosen]),
+        int(estimator.n_components),
+        gamma,
+        estimator.centres,
+        rng,
+        max_rows=max_rows,
+    )
+    if sampled:
+        warnings.warn(
+            f"centres={estimator.centres!r} reads every distinct row, and the "
+            f"{len(hashes)} distinct rows of this Dask array exceed what the "
+            f"client gathers ({max_rows} rows, {_GATHER_BYTES / 2**20:.0f} MiB): "
+            f"the centres were chosen among a uniform sample of {max_rows} of "
+            "them (weights kept), so the feature map differs from the in-memory "
+            "fit's (nystroem_basis_sampled_ = True). centres='uniform' selects "
+            "the in-memory centres at any size.",
+            UserWarning,
+            stacklevel=5,
+        )
+    feature_map = NystroemFeatures(
+        n_components=estimator.n_components,
+        gamma=estimator.gamma,
+        centres=estimator.centres,
+        random_state=estimator.random_state,
+    )
+    feature_map.n_features_in_ = source.n_features_in
+    feature_map.gamma_ = gamma
+    return feature_map._fit_centres(centres, source.dtype), sampled
+
+
+def fit_feature_map_dask(estimator, source, sw_total):
+    """Set ``estimator.feature_map_`` (kernel estimator); return the map's width.
+
+    The linear estimator (no ``kernel_approximation``) maps nothing: the width
+    is ``n_features_in``.
+    """
+    approximation = getattr(estimator, "kernel_approximation", None)
+    if approximation is None:
+        return source.n_features_in
+    gamma = _gamma(estimator, source, sw_total)
+    # The in-memory fit's precision rule, on the whole data's size.
+    dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
+    estimator.compute_dtype_ = dtype.name
+    if approximation in ("orf", "rff"):
+        feature_map = RandomFourierFeatures(
+            gamma=gamma,
+            n_components=estimator.n_components,
+            orthogonal=approximation == "orf",
+            random_state=estimator.random_state,
+        ).fit(np.zeros((1, source.n_features_in), dtype=dtype))
+        # Report the user's gamma, as the in-memory fit does; gamma_ is resolved.
+        feature_map.set_params(gamma=estimator.gamma)
+    elif approximation == "nystroem":
+        feature_map, sampled = _nystroem_map(estimator, source, gamma)
+        estimator.nystroem_basis_sampled_ = sampled
+    else:
+        raise NotImplementedError(
+            f"kernel_approximation={approximation!r} has no Dask path yet."
+        )
+    estimator.feature_map_ = feature_map
+    width = estimator._map_features(np.zeros((1, source.n_features_in), dtype))
+    return width.shape[1]

@@ -1,0 +1,186 @@
+"""Margins: everything one loss of the family knows, in one small class each.
+
+Every loss shares one pipeline (cosine matrix -> margin transforms -> logit
+scale -> softmax cross-entropy, see :mod:`sklmargin.objective`). A loss
+differs from another only by what its :class:`Margin` says:
+
+* the *target transform* ``f(cos)`` applied to the cosine of the true class,
+  and its derivative (:meth:`Margin.target`);
+* the *non-target transform* of the other cosines, with the state it holds
+  fixed during one L-BFGS run (:meth:`Margin.non_target`; SV-Softmax is a
+  modifier built on it, :class:`sklmargin.losses._support_vectors.SupportVectorGuided`);
+* the per-entry *logit scale*, used by training and prediction alike
+  (:meth:`Margin.logit_scale`): a constant ``s``, ``s |x_i|`` or
+  ``|w_j| |x_i|``;
+* what it normalises, whether the L2 penalty applies, how a fit starts, the
+  domain and defaults of ``m`` and ``s``, and a tuning grid.
+
+A new margin is one small subclass of :class:`Margin` plus one line in
+``_REGISTRY`` (or an instance passed as ``loss=``). Nothing outside this module
+tests a loss's name or knows its formula.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._base import Margin, _clip_cos, _real, _sin_from_cos
+
+
+def multiplicative_angular_margin(theta, m):
+    r"""Evaluate the monotone multiplicative margin :math:`\psi` of L-/A-Softmax.
+
+    .. math::
+
+        \psi(\theta) = (-1)^k \cos(m\theta) - 2k, \qquad
+        k = \lfloor m\theta/\pi \rfloor \in [0, \lceil m \rceil - 1]
+
+    :math:`\psi` is continuous and decreasing on :math:`[0, \pi]`, equals
+    :math:`\cos\theta` for ``m = 1`` and lies below it for ``m > 1``. A real ``m``
+    keeps both properties.
+
+    Parameters
+    ----------
+    theta : ndarray
+        Angles in radians, in ``[0, pi]``.
+    m : float
+        Multiplicative margin, ``m >= 1``.
+
+    Returns
+    -------
+    psi : ndarray
+        :math:`\psi(\theta)`.
+    dpsi_dtheta : ndarray
+        Its derivative with respect to ``theta``.
+
+    References
+    ----------
+    Liu et al., "Large-Margin Softmax Loss for Convolutional Neural Networks",
+    ICML 2016, arXiv:1612.02295.
+    """
+    m_theta = m * theta
+    k = np.minimum(np.floor(m_theta / math.pi), math.ceil(m) - 1)
+    sign = 1.0 - 2.0 * np.mod(k, 2.0)
+    psi = sign * np.cos(m_theta) - 2.0 * k
+    dpsi = -sign * m * np.sin(m_theta)
+    return psi, dpsi
+
+
+class _MultiplicativeMargin(Margin):
+    r"""Shared part of L-Softmax and A-Softmax: the softened :math:`\psi`.
+
+    .. math::
+
+        f_\lambda(\cos\theta_y) = \frac{\lambda \cos\theta_y + \psi(\theta_y)}
+        {1 + \lambda}
+
+    where ``lambda`` is lowered from a large value (plain softmax) to its final
+    value by continuation (see :mod:`sklmargin.solver._lbfgs`); ``target`` receives the
+    current value as ``lam``.
+    """
+
+    default_m = 2.0
+    default_s = None
+    uses_s = False
+    scale_from_norms = True
+    uses_lambda = True
+    default_lambda = 1.0
+    m_domain = (1.0, math.inf)
+    edge_settings = {"m": 6.0, "lambda_min": 0.0}
+
+    def kink_angles(self, m):
+        """Return where ``m theta`` crosses a multiple of ``pi`` (``psi``'s pieces)."""
+        return tuple(k * math.pi / m for k in range(math.floor(m) + 1))
+
+    def check_m(self, m):
+        m = _real(m, "m")
+        if not m >= 1.0:
+            raise ValueError(
+                f"m must be >= 1 for loss={self.name!r} (a multiplicative angular "
+                f"margin; m=1 is no margin, the papers use integers 2-4); got m={m!r}."
+            )
+        return m
+
+    def target(self, cos_y, m, lam=0.0):
+        c_clip = _clip_cos(cos_y)
+        theta = np.arccos(c_clip)
+        psi, dpsi_dtheta = multiplicative_angular_margin(theta, m)
+        dpsi_dc = dpsi_dtheta / -_sin_from_cos(c_clip)
+        c = np.clip(cos_y, -1.0, 1.0)
+        f = (lam * c + psi) / (1.0 + lam)
+        df = (lam + dpsi_dc) / (1.0 + lam)
+        return f, df
+
+
+class LSoftmax(_MultiplicativeMargin):
+    r"""Large-margin softmax: target logit :math:`|w_y||x|\,\psi(\theta_y)`.
+
+    Nothing is normalised; other logits are :math:`\langle w_j, x\rangle`. The L2
+    penalty ``C`` applies as in multinomial logistic regression.
+
+    References
+    ----------
+    Liu et al., "Large-Margin Softmax Loss for Convolutional Neural Networks",
+    ICML 2016, arXiv:1612.02295.
+    """
+
+    name = "l-softmax"
+    normalizes_X = False
+    normalizes_W = False
+    penalized = True
+    scale_depends_on_w = True
+    start = "softmax-solution"
+    # With lambda -> 0 a linear L-Softmax lets prototypes collapse to w_j = 0
+    # (digits, m=2: 29% test accuracy at lambda 0, 79% at 1, 96% at 5-20); m=1.5,
+    # lambda=20 ranks best over 12 datasets (benchmarks/studies/results_defaults.md).
+    default_m = 1.5
+    default_lambda = 20.0
+    # No s: the logit scale is |w||x|, which the L2 penalty C bounds.
+    search_grid = {"m": (1.5, 2.0, 3.0), "C": (0.1, 1.0, 10.0)}
+    logits_latex = (r"\|w_y\|\|x\|\,\psi(\theta_y)", r"\langle w_j, x\rangle")
+    logits_text = ("|w_y| |x| psi(theta_y)", "<w_j, x>")
+    paper = "Liu et al. 2016, Large-Margin Softmax, arXiv:1612.02295"
+
+    def logit_scale(self, s, norms, w_norm):
+        """``|x_i| |w_j|``: the logits are the raw inner products."""
+        return norms[:, None] * w_norm.astype(norms.dtype)[None, :]
+
+
+class ASoftmax(_MultiplicativeMargin):
+    r"""Angular softmax (SphereFace): target logit :math:`s|x|\,\psi(\theta_y)`.
+
+    Prototypes are normalised, samples are not: other logits are
+    :math:`s|x| \cos\theta_j`. The paper has ``s = 1``: in a deep net ``|x|`` is
+    learned and large, while after StandardScaler ``|x|`` is about
+    ``sqrt(n_features)``, too small a scale for low-dimensional data, so ``s``
+    multiplies it here.
+
+    References
+    ----------
+    Liu et al., "SphereFace: Deep Hypersphere Embedding for Face Recognition",
+    CVPR 2017, arXiv:1704.08063.
+    """
+
+    name = "a-softmax"
+    normalizes_X = False
+    normalizes_W = True
+    uses_s = True
+    # 3-fold CV over 11 datasets, m=2, lambda=20: mean 85.5% at s=1 (the
+    # paper's), 87.7 at 2, 89.0 at 4, 89.8 at 8 (wide inputs such as usps and
+    # dna prefer smaller s; see benchmarks/studies/results_defaults.md).
+    default_s = 8.0
+    default_lambda = 20.0  # SphereFace ends at 5; 20 ranks best here
+    # Kernel features have |z| ~ 1, not ~sqrt(n_features): 3-fold CV over 12
+    # datasets, 93.4% at s=30 against 90.3% at s=8
+    # (benchmarks/studies/results_kernel_defaults.md).
+    default_s_kernel = 30.0
+    search_grid = {"m": (1.5, 2.0, 3.0), "s": (2.0, 8.0, 30.0)}
+    logits_latex = (r"s\|x\|\,\psi(\theta_y)", r"s\|x\|\cos\theta_j")
+    logits_text = ("s |x| psi(theta_y)", "s |x| cos(theta_j)")
+    paper = "Liu et al. 2017, SphereFace, arXiv:1704.08063"
+
+    def logit_scale(self, s, norms, w_norm):
+        """``s |x_i|``: prototypes are unit, samples keep their norm."""
+        return (norms * norms.dtype.type(s))[:, None]

@@ -1,0 +1,564 @@
+r"""Cross-validated margin-softmax classifiers with a calibrated temperature.
+
+The shape follows :class:`~sklearn.linear_model.LogisticRegressionCV`: for each
+fold, and each margin ``m`` (and kernel width ``gamma``), one warm-started
+*path* over the logit scale ``s`` in ascending order -- descending
+regularisation, as ``LogisticRegressionCV``'s path over ascending ``C``. Each
+fit starts from the previous solution, so a long path costs little more than a
+few cold fits. Folds and grid rows run in parallel through joblib.
+
+The out-of-fold margin-free logits at the chosen point come for free and fit a
+temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
+:meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
+:meth:`decision_function` and :meth:`predict` stay those of the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import warnings
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils.compat import fit_context
+from .._utils.doc_link import DocLinkMixin
+from .._utils.validation import check_weights
+from ..estimators._linear import MarginSoftmaxClassifier
+from ..losses._registry import get_margin
+from ..objective._cross_entropy import predicted_probabilities
+from ..openset._scores import CVOpenSetScoreMixin
+from ._calibration import fit_temperature, logits_from_decision
+from ._cv_path import fit_fold, full_class_logits
+
+#: Length of the default path over ``s`` (or ``C``): as many points as
+#: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
+_PATH_LENGTH = 10
+#: The default s path spans the registry's s grid widened by these factors:
+#: tuned picks sat at the grid's upper edge (s=60 for AM-Softmax) and vowel's
+#: CV accuracy still rose at s=120 (benchmarks/cv_vs_logregcv.py).
+_S_PATH_WIDEN = (2.0 / 3.0, 8.0 / 3.0)
+
+
+def default_path(margin):
+    """Default ``(name, values)`` of the regularisation path of a loss.
+
+    Losses with an L2 penalty (softmax, L-Softmax) follow ``C`` over the
+    registry's range; the others follow ``s`` over the registry's range widened
+    by ``_S_PATH_WIDEN``, in ``_PATH_LENGTH`` geometric steps.
+
+    Examples
+    --------
+    >>> from sklmargin.losses import get_margin
+    >>> name, values = default_path(get_margin("am-softmax"))
+    >>> name, round(values[0], 6), round(values[-1], 6), len(values)
+    ('s', 10.0, 160.0, 10)
+    """
+    if margin.penalized:
+        grid = margin.search_grid["C"]
+        return "C", tuple(
+            float(v) for v in np.geomspace(min(grid), max(grid), _PATH_LENGTH)
+        )
+    grid = margin.search_grid.get("s", (margin.default_s,))
+    lo, hi = min(grid) * _S_PATH_WIDEN[0], max(grid) * _S_PATH_WIDEN[1]
+    return "s", tuple(float(v) for v in np.geomspace(lo, hi, _PATH_LENGTH))
+
+
+def default_margins(margin):
+    """Default ``ms``: the loss's own default margin only.
+
+    The scale decides accuracy most; crossing the registry's three margins
+    (0, 0.05, 0.1) with the s path triples the cost for at most 0.2 points of
+    CV accuracy on 7 of 8 datasets (vowel: 1.5), measured by
+    benchmarks/cv_vs_logregcv.py. Pass ``ms=margin.search_grid["m"]`` for the
+    crossed grid.
+
+    Examples
+    --------
+    >>> from sklmargin.losses import get_margin
+    >>> default_margins(get_margin("arcface"))
+    (0.05,)
+    """
+    return (float(margin.default_m),)
+
+
+def _valid_values(values, check, name, loss, sort=True, domain=None):
+    """Keep the grid values that ``check`` accepts; warn about the others.
+
+    Numeric grids come back sorted and without duplicates (paths must ascend);
+    ``sort=False`` keeps the given order (a gamma grid may mix "scale" and
+    numbers). ``domain`` says what the values must be when it is not the
+    loss's domain (the warning names it).
+    """
+    kept, skipped = [], []
+    for value in values:
+        try:
+            kept.append(check(value))
+        except (TypeError, ValueError):
+            skipped.append(value)
+    if not kept:
+        # Nothing to fit: let the loss explain its domain on the first value.
+        if len(values):
+            check(values[0])
+        raise ValueError(f"The {name} grid of loss={loss!r} is empty.")
+    if skipped:
+        where = domain or f"the domain of loss={loss!r}"
+        warnings.warn(
+            f"Skipping {name}={skipped} outside {where}; searching {name}={kept}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if sort:
+        return tuple(sorted(set(kept)))
+    return tuple(dict.fromkeys(kept))
+
+
+def _check_C(C):
+    C = float(C)
+    if not (np.isfinite(C) and C > 0):
+        raise ValueError(f"C must be a finite positive number; got C={C!r}.")
+    return C
+
+
+def _check_folds(folds, y_encoded, classes, sample_weight, name):
+    """Refuse folds nothing can be fitted on; return which folds can be scored.
+
+    Checked before any fit, so the error names the fold instead of surfacing
+    from an inner fit as if the whole data were at fault. A test fold whose
+    rows all have zero weight has no weighted score (0/0): it is left out of
+    the mean score with a warning rather than failing the search, as the
+    other folds still measure every grid point.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_folds,)
+        True for the folds that have a score.
+    """
+    n_folds = len(folds)
+    for f, (train, _) in enumerate(folds):
+        present = np.unique(y_encoded[train])
+        if len(present) < 2:
+            raise ValueError(
+                f"The training rows of CV fold {f + 1}/{n_folds} contain only one "
+                f"class, {classes[present].tolist()[0]!r}, although the data has "
+                f"{len(classes)} classes, {classes.tolist()}. Use fewer folds or a "
+                "stratified splitter (an int cv is StratifiedKFold; shuffle "
+                "rows that are sorted by class)."
+            )
+        if sample_weight is not None and not sample_weight[train].sum() > 0:
+            raise ValueError(
+                f"The training rows of CV fold {f + 1}/{n_folds} have zero total "
+                "sample_weight: there is nothing to fit on that fold."
+            )
+    if sample_weight is None:
+        return np.ones(n_folds, dtype=bool)
+    scored = np.array([sample_weight[test].sum() > 0 for _, test in folds])
+    if not scored.any():
+        raise ValueError(
+            "sample_weight is zero on the held-out rows of every test fold: "
+            "there is no weighted score to select by."
+        )
+    for f in np.flatnonzero(~scored):
+        warnings.warn(
+            f"{name}: the held-out rows of CV fold {f + 1}/{n_folds} have zero "
+            "total sample_weight, so that fold has no weighted score; its scores "
+            "are NaN and the mean score is over the other folds.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return scored
+
+
+class _BaseMarginSoftmaxCV(
+    DocLinkMixin, CVOpenSetScoreMixin, ClassifierMixin, BaseEstimator
+):
+    """Path, folds, selection and temperature shared by the two CV estimators.
+
+    Subclasses define ``_estimator_class``, ``_estimator_params`` (the names
+    passed on unchanged) and ``_outer_grid`` (a list of parameter dicts crossed
+    with the path, e.g. over ``m`` and ``gamma``).
+    """
+
+    _estimator_class = MarginSoftmaxClassifier
+    _estimator_params: tuple = ()
+    #: Outer grid axes that change the feature map (mapped once per fold).
+    _map_params: tuple = ()
+    #: Whether the final fit starts from the first fold's model (same features).
+    _warm_refit = True
+
+    _parameter_constraints: dict = {
+        "ss": ["array-like", None],
+        "ms": ["array-like", None],
+        "Cs": ["array-like", None],
+        "cv": ["cv_object"],
+        "scoring": [str, callable, None],
+        "calibrate": ["boolean"],
+        "n_jobs": [Integral, None],
+        "refit": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def _base_estimator(self):
+        return self._estimator_class(
+            loss=self.loss,
+            **{name: getattr(self, name) for name in self._estimator_params},
+        )
+
+    def _resolve_grid(self, X, sample_weight):
+        """Return ``(path_name, path_values, outer_names, outer_grids)``.
+
+        Invalid grid points are removed, with a warning naming them. ``X`` and
+        ``sample_weight`` resolve data-dependent grids (the kernel's gamma).
+        """
+        margin = get_margin(self.loss)
+        path_name, default_values = self._default_path(margin)
+        if path_name == "C":
+            if self.ss is not None:
+                raise ValueError(
+                    f"loss={self.loss!r} is tuned along C (pass Cs); it takes no s "
+                    f"grid, got ss={self.ss!r}."
+                )
+            given = self.Cs
+        else:
+            if self.Cs is not None:
+                raise ValueError(
+                    f"loss={self.loss!r} is tuned along s (pass ss); C does not "
+                    f"change its objective, got Cs={self.Cs!r}."
+                )
+            given = self.ss
+        values = default_values if given is None else tuple(np.ravel(given).tolist())
+        check = margin.check_s if path_name == "s" else _check_C
+        path_values = _valid_values(values, check, path_name, self.loss)
+        ms = (
+            default_margins(margin)
+            if self.ms is None
+            else tuple(np.ravel(self.ms).tolist())
+        )
+        ms = _valid_values(ms, margin.check_m, "m", self.loss)
+        names, grids = ["m"], [ms]
+        names_extra, grids_extra = self._extra_grids(X, sample_weight)
+        return path_name, path_values, names_extra + names, grids_extra + grids
+
+    def _default_path(self, margin):
+        return default_path(margin)
+
+    def _extra_grids(self, X, sample_weight):
+        """Grid axes before ``m``, the map's parameters first (none here)."""
+        return [], []
+
+    def _scorer(self):
+        """``score(estimator, rows, logits)`` of a fitted path point.
+
+        Accuracy (the default) comes from the held-out logits the path keeps
+        anyway; a user's ``scoring`` calls the estimator on the raw held-out
+        rows (which maps them again).
+        """
+        if self.scoring is None:
+
+            def accuracy(estimator, rows, logits):
+                hits = np.argmax(logits, axis=1) == rows.y_test_encoded
+                return float(np.average(hits, weights=rows.sw_test))
+
+            return accuracy
+        scorer = check_scoring(self._base_estimator(), scoring=self.scoring)
+
+        def score(estimator, rows, logits):
+            if rows.sw_test is None:
+                return scorer(estimator, rows.X_test, rows.y_test)
+            return scorer(
+                estimator, rows.X_test, rows.y_test, sample_weight=rows.sw_test
+            )
+
+        return score
+
+    @fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate the path, refit, and fit the temperature.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Used in training, scoring and the temperature fit. A test fold
+            whose rows all have zero weight has no score: its entries of
+            ``scores_`` are NaN (with a ``UserWarning``) and the mean score is
+            taken over the other folds.
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C"
+        )
+        check_classification_targets(y)
+        classes, y_encoded = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                "This classifier needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {classes[0]!r}."
+            )
+        self.classes_ = classes
+        if sample_weight is not None:
+            sample_weight = check_weights(sample_weight, X.shape[0])
+        path_name, path_values, outer_names, outer_grids = self._resolve_grid(
+            X, sample_weight
+        )
+        outer = [
+            dict(zip(outer_names, point, strict=True))
+            for point in itertools.product(*outer_grids)
+        ]
+        # One job per fold and map point (gamma): its rows are mapped once and
+        # every inner point (m) runs its path on them. The map names lead the
+        # outer grid, so jobs in order list the outer points in order.
+        n_map = len(self._map_params)
+        map_points = [
+            dict(zip(outer_names[:n_map], point, strict=True))
+            for point in itertools.product(*outer_grids[:n_map])
+        ]
+        inner_points = [
+            dict(zip(outer_names[n_map:], point, strict=True))
+            for point in itertools.product(*outer_grids[n_map:])
+        ]
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        name = type(self).__name__
+        scored = _check_folds(folds, y_encoded, classes, sample_weight, name)
+        scorer = self._scorer()
+        base = self._base_estimator()
+        jobs = [
+            delayed(fit_fold)(
+                clone(base).set_params(**map_point),
+                X,
+                y,
+                y_encoded,
+                sample_weight,
+                train,
+                test,
+                inner_points,
+                path_name,
+                path_values,
+                scorer,
+                # refit=False keeps each fold's best model; a warm refit starts
+                # the final fit from the first fold's model at the chosen point.
+                not self.refit or (f == 0 and self._warm_refit),
+                self.verbose,
+                f"{name} fold {f + 1}/{len(folds)}"
+                + "".join(f", {k}={v}" for k, v in map_point.items()),
+                classes,
+                scored[f],
+            )
+            for f, (train, test) in enumerate(folds)
+            for map_point in map_points
+        ]
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
+        results = [path for job in parallel(jobs) for path in job]
+
+        n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
+        shape = (n_folds, *[len(g) for g in outer_grids], n_path)
+        scores = np.array([r[0] for r in results]).reshape(n_folds, n_outer * n_path)
+        n_iter = np.array([r[1] for r in results]).reshape(n_folds, n_outer * n_path)
+        times = np.array([r[2] for r in results]).reshape(n_folds, n_outer * n_path)
+        grid_points = [
+            {**point, path_name: value} for point in outer for value in path_values
+        ]
+        self.scores_ = scores.reshape(shape)
+        self.n_iter_ = n_iter.reshape(shape)
+        self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
+
+        def logits_at(fold, flat):
+            o, k = divmod(flat, n_path)
+            return results[fold * n_outer + o][3][k]
+
+        best_mean = _first_best(scores[scored].mean(axis=0))
+        if self.refit:
+            self.best_index_ = best_mean
+            best_per_fold = [self.best_index_] * n_folds
+        else:
+            self.best_index_ = None
+            # A fold without a score keeps its model at the best mean point.
+            best_per_fold = [
+                _first_best(row) if ok else best_mean
+                for row, ok in zip(scores, scored, strict=True)
+            ]
+        held_out = np.concatenate(
+            [logits_at(f, b) for f, b in enumerate(best_per_fold)]
+        )
+        y_held_out = np.concatenate([y_encoded[test] for _, test in folds])
+        sw_held_out = (
+            None
+            if sample_weight is None
+            else np.concatenate([sample_weight[test] for _, test in folds])
+        )
+        self.temperature_ = (
+            fit_temperature(held_out, y_held_out, sw_held_out)
+            if self.calibrate
+            else 1.0
+        )
+
+        if self.refit:
+            chosen = grid_points[self.best_index_]
+            self._set_chosen(chosen, path_name)
+            start = (
+                results[self.best_index_ // n_path][4][self.best_index_ % n_path]
+                if self._warm_refit
+                else clone(base).set_params(**chosen)
+            )
+            self.estimator_ = self._refit(start, X, y, sample_weight)
+            self.estimators_ = None
+        else:
+            chosen_points = [grid_points[b] for b in best_per_fold]
+            averaged = {
+                key: (
+                    float(np.mean([p[key] for p in chosen_points]))
+                    if all(isinstance(p[key], float) for p in chosen_points)
+                    else chosen_points[0][key]
+                )
+                for key in chosen_points[0]
+            }
+            self._set_chosen(averaged, path_name)
+            self.estimator_ = None
+            self.estimators_ = [
+                results[f * n_outer + b // n_path][4][b % n_path]
+                for f, b in enumerate(best_per_fold)
+            ]
+        return self
+
+    def _set_chosen(self, point, path_name):
+        for key, value in point.items():
+            setattr(self, f"{key}_", value)
+        if path_name == "C":
+            self.s_ = None
+
+    def _refit(self, start, X, y, sample_weight):
+        """Refit on all the data at the chosen point.
+
+        With ``_warm_refit``, warm-started from the first fold's model there: it
+        is a few L-BFGS iterations away from the full-data optimum (as
+        LogisticRegressionCV starts its refit from the folds' coefficients); a
+        class missing from that fold changes the shapes and the estimator then
+        starts cold by itself. A kernel model's coefficients live in its
+        fold's feature space, which the full data's map does not share: the
+        kernel search refits cold (``start`` is then an unfitted estimator).
+        """
+        estimator = copy.deepcopy(start).set_params(warm_start=self._warm_refit)
+        fit_kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+        estimator.fit(X, y, **fit_kwargs)
+        return estimator.set_params(warm_start=False)
+
+    def _cv_results(self, grid_points, scores, times, n_iter, scored):
+        results = {
+            f"param_{key}": np.array([p[key] for p in grid_points], dtype=object)
+            for key in grid_points[0]
+        }
+        results["params"] = grid_points
+        for fold, row in enumerate(scores):
+            results[f"split{fold}_test_score"] = row
+        mean = scores[scored].mean(axis=0)
+        results["mean_test_score"] = mean
+        results["std_test_score"] = scores[scored].std(axis=0)
+        order = np.argsort(-mean, kind="stable")
+        rank = np.empty(len(mean), dtype=np.int32)
+        rank[order] = np.arange(1, len(mean) + 1)
+        results["rank_test_score"] = rank
+        results["mean_fit_time"] = times.mean(axis=0)
+        results["mean_n_iter"] = n_iter.mean(axis=0)
+        return results
+
+    # -- prediction -----------------------------------------------------------
+    def decision_function(self, X):
+        """Margin-free logits of the chosen model (fold average if not refit).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
+        )
+        if self.estimator_ is not None:
+            return self.estimator_.decision_function(X)
+        logits = [
+            full_class_logits(est._logits(X), est.classes_, self.classes_)
+            for est in self.estimators_
+        ]
+        mean = np.mean(logits, axis=0).astype(logits[0].dtype, copy=False)
+        return mean[:, 1] - mean[:, 0] if mean.shape[1] == 2 else mean
+
+    def predict(self, X):
+        """Class of the largest logit.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        logits = logits_from_decision(self.decision_function(X))
+        return self.classes_[np.argmax(logits, axis=1)]
+
+    def predict_proba(self, X):
+        r"""Calibrated probabilities :math:`\mathrm{softmax}(z / T)`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return predicted_probabilities(self._calibrated_logits(X))
+
+    def _calibrated_logits(self, X):
+        logits = logits_from_decision(self.decision_function(X))
+        return logits / logits.dtype.type(self.temperature_)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (taken from it, so both agree).
+
+        Probabilities are floored at the dtype's smallest positive number, so
+        the logarithm is finite (at least -103.3 in float32).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        logits = self._calibrated_logits(X)
+        return np.log(predicted_probabilities(logits))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _first_best(mean_scores):
+    """Index of the first score within rounding of the best one.
+
+    Ties go to the earliest grid point (smallest ``s`` or ``C``: the strongest
+    regularisation, as in LogisticRegressionCV); the tolerance keeps the choice
+    stable when equal scores are summed in different orders (sample weights
+    against repeated rows).
+    """
+    mean_scores = np.asarray(mean_scores)
+    best = np.max(mean_scores)
+    return int(np.flatnonzero(mean_scores >= best - 1e-10 * max(1.0, abs(best)))[0])

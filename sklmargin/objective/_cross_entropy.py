@@ -1,0 +1,87 @@
+"""The softmax cross-entropy at the end of every loss, from one fused pass.
+
+``softmax_cross_entropy(z, y, sw)`` returns the weighted cross-entropy of the
+logits ``z`` and its gradient ``dloss/dz`` (written over ``z``). scikit-learn's
+compiled multinomial loss does it in one pass when it is importable and agrees
+with the numpy version on a probe; otherwise the numpy version is used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.extmath import softmax
+
+from .._utils.compat import HalfMultinomialLoss
+
+
+def _numpy_softmax_cross_entropy(z, y, sw):
+    """Weighted cross-entropy and ``dloss/dz``; overwrites ``z``."""
+    rows = np.arange(z.shape[0])
+    z_y = z[rows, y]
+    # log-sum-exp with the row max subtracted: large s never overflows.
+    z_max = z.max(axis=1)
+    z -= z_max[:, None]
+    np.exp(z, out=z)
+    sum_exp = z.sum(axis=1)
+    loss = float(sw @ (np.log(sum_exp) + z_max - z_y))
+    z /= sum_exp[:, None]
+    z[rows, y] -= 1.0
+    z *= sw.astype(z.dtype)[:, None]
+    return loss, z
+
+
+def _sklearn_softmax_cross_entropy(z, y, sw):
+    """Compute the same with scikit-learn's fused, compiled multinomial loss."""
+    loss_fn = HalfMultinomialLoss(n_classes=z.shape[1])
+    dtype = z.dtype
+    loss_out = np.empty(z.shape[0], dtype=dtype)
+    loss_fn.loss_gradient(
+        y_true=y.astype(dtype, copy=False),
+        raw_prediction=z,
+        sample_weight=sw.astype(dtype, copy=False),
+        loss_out=loss_out,
+        gradient_out=z,  # row-wise: each row is read before it is written
+    )
+    return float(loss_out.sum(dtype=np.float64)), z
+
+
+def _select_cross_entropy():
+    """Use scikit-learn's compiled loss if it exists and agrees with numpy.
+
+    ``sklearn._loss`` is private (imported, guarded, in :mod:`sklmargin._utils.compat`):
+    it is probed once, on a small problem, and a missing class, an exception or
+    a disagreement falls back to the numpy version, so a future scikit-learn
+    that moves or changes it costs speed, not results.
+    """
+    if HalfMultinomialLoss is None:
+        return _numpy_softmax_cross_entropy
+    try:
+        rng = np.random.default_rng(0)
+        z = rng.standard_normal((7, 3)) * 10
+        y = np.arange(7) % 3
+        sw = np.full(7, 1 / 7)
+        loss, grad = _sklearn_softmax_cross_entropy(z.copy(), y, sw)
+        ref_loss, ref_grad = _numpy_softmax_cross_entropy(z.copy(), y, sw)
+        if np.isclose(loss, ref_loss, rtol=1e-10) and np.allclose(grad, ref_grad):
+            return _sklearn_softmax_cross_entropy
+    except Exception:  # noqa: BLE001 - any failure means: do not use it
+        pass
+    return _numpy_softmax_cross_entropy
+
+
+softmax_cross_entropy = _select_cross_entropy()
+
+
+def predicted_probabilities(logits):
+    """Softmax of ``logits`` (row-wise), floored at the dtype's smallest number.
+
+    At a large logit scale a logit gap beyond ~104 (float32) or ~745 (float64)
+    underflows a probability to 0, and ``log`` of it to ``-inf`` with a
+    RuntimeWarning. The floor (``smallest_subnormal``: 1.4e-45 in float32,
+    5e-324 in float64) keeps every probability positive, invisibly to their
+    sums, so that ``predict_log_proba`` can be exactly ``log(predict_proba)``
+    -- what scikit-learn's ``check_classifiers_train`` compares, ``-inf``
+    included -- and finite (at worst -103.3 in float32, -744.4 in float64).
+    """
+    proba = softmax(np.array(logits, copy=True), copy=False)
+    return np.maximum(proba, np.finfo(proba.dtype).smallest_subnormal, out=proba)

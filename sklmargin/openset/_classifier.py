@@ -1,0 +1,377 @@
+r"""Open-set recognition: a classifier that can answer "none of the classes I know".
+
+:class:`OpenSetClassifier` thresholds any estimator's ``score_samples`` at the
+value below which a chosen share of the known classes' rows fall, measured on
+out-of-fold scores so that the training rows do not judge themselves.
+"""
+
+from __future__ import annotations
+
+import numbers
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, get_tags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    check_is_fitted,
+    column_or_1d,
+    has_fit_parameter,
+    validate_data,
+)
+
+from .._utils.compat import Interval, fit_context
+from .._utils.doc_link import DocLinkMixin
+from .._utils.validation import check_weights
+
+__all__ = ["OpenSetClassifier", "weighted_lower_quantile"]
+
+
+def weighted_lower_quantile(values, weights, q):
+    r"""Smallest value whose weighted cumulative share reaches ``q``.
+
+    The inverted-CDF quantile :math:`\min\{v : \sum_{v_i \le v} w_i \ge q \sum_i
+    w_i\}`: no interpolation, so integer weights give exactly the quantile of
+    the repeated values (and zero weights that of the values left out).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+    weights : ndarray of shape (n,)
+        Non-negative, positive sum.
+    q : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+    """
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    # Relative tolerance: q * total summed in another order must not miss the
+    # row that reaches it exactly.
+    target = q * cumulative[-1] * (1.0 - 1e-12)
+    return float(values[order][np.searchsorted(cumulative, target, side="left")])
+
+
+class OpenSetClassifier(
+    DocLinkMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
+):
+    r"""Classifier that rejects rows unlike every known class.
+
+    Fits ``estimator`` on the known classes and sets the threshold
+    :math:`\tau` at the ``target_rejection`` quantile of out-of-fold scores,
+
+    .. math::
+
+        \tau = \min\Big\{ t : \frac{\sum_i w_i \, 1[\operatorname{score}_{-f(i)}
+        (x_i) \le t]}{\sum_i w_i} \ge \rho \Big\},
+
+    where :math:`\operatorname{score}_{-f(i)}` is ``score_samples`` of a clone
+    fitted without row :math:`i`'s fold, :math:`w_i` the sample weights and
+    :math:`\rho` = ``target_rejection``; then refits the estimator on all rows.
+    :meth:`predict` returns the estimator's class where
+    :math:`\operatorname{score}(x) \ge \tau` and ``unknown_label`` below it, so
+    about a share :math:`\rho` of new rows of the known classes is rejected.
+    Out-of-fold scores matter: a model scores its own training rows as more
+    typical than new ones (its Nyström centres are some of them), and a
+    threshold set on them would reject too few.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        A classifier with ``fit``, ``predict`` and ``score_samples`` (higher:
+        more typical of the known classes), such as every sklmargin classifier,
+        or a :class:`~sklearn.pipeline.Pipeline` ending in one.
+    target_rejection : float, default=0.05
+        Share of known rows to reject, in (0, 1).
+    unknown_label : int, float or str, default=-1
+        What :meth:`predict` returns for a rejected row. Must not be one of the
+        classes, and must be a string when the classes are strings (a number
+        otherwise): predictions keep one type.
+    cv : int, cross-validation generator or iterable, default=5
+        Folds of the out-of-fold scores; an int is a
+        :class:`~sklearn.model_selection.StratifiedKFold` without shuffling.
+
+    Attributes
+    ----------
+    estimator_ : estimator object
+        The estimator refitted on all rows.
+    threshold_ : float
+        :math:`\tau`: rows scoring below it are rejected.
+    oof_scores_ : ndarray of shape (n_samples,)
+        The out-of-fold scores of the training rows :math:`\tau` was read from.
+    classes_ : ndarray of shape (n_classes,)
+        The known classes (``unknown_label`` is not one of them).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    KernelMarginSoftmaxClassifier.score_samples : The score this is measured with.
+    sklearn.model_selection.FixedThresholdClassifier : Binary threshold of one
+        class's score, no reject option.
+
+    Notes
+    -----
+    :meth:`decision_function` is the open-set margin :math:`\operatorname{score}(x)
+    - \tau` (negative: rejected), as an outlier detector's, not a per-class
+    decision; :meth:`predict_proba` is the estimator's, over the known classes.
+
+    Fit cost: ``cv + 1`` fits of the estimator.
+
+    References
+    ----------
+    .. [1] D. Hendrycks and K. Gimpel, "A Baseline for Detecting Misclassified and
+       Out-of-Distribution Examples in Neural Networks", ICLR 2017,
+       arXiv:1610.02136.
+    .. [2] A. R. Dhamija, M. Günther and T. E. Boult, "Reducing Network
+       Agnostophobia", NeurIPS 2018, arXiv:1811.04110.
+    .. [3] W. J. Scheirer, A. de Rezende Rocha, A. Sapkota and T. E. Boult,
+       "Toward Open Set Recognition", IEEE TPAMI 35(7), 2013.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_digits
+    >>> from sklmargin import KernelMarginSoftmaxClassifier, OpenSetClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = X / 16.0
+    >>> known = y < 6
+    >>> clf = OpenSetClassifier(
+    ...     KernelMarginSoftmaxClassifier(n_components=300, random_state=0)
+    ... ).fit(X[known][::2], y[known][::2])
+    >>> clf.classes_
+    array([0, 1, 2, 3, 4, 5])
+    >>> unseen = clf.predict(X[~known])
+    >>> bool(np.mean(unseen == -1) > 0.5)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [object],
+        "target_rejection": [Interval(Real, 0, 1, closed="neither")],
+        "unknown_label": [Integral, Real, str],
+        "cv": ["cv_object"],
+    }
+
+    def __init__(self, estimator, *, target_rejection=0.05, unknown_label=-1, cv=5):
+        self.estimator = estimator
+        self.target_rejection = target_rejection
+        self.unknown_label = unknown_label
+        self.cv = cv
+
+    def _check_params(self):
+        """Check what must hold whatever scikit-learn's parameter validation does."""
+        if not (
+            isinstance(self.target_rejection, numbers.Real)
+            and 0.0 < self.target_rejection < 1.0
+        ):
+            raise ValueError(
+                "target_rejection must be a share in the open interval (0, 1); "
+                f"got target_rejection={self.target_rejection!r}."
+            )
+        missing = [
+            name
+            for name in ("fit", "predict", "score_samples")
+            if not hasattr(self.estimator, name)
+        ]
+        if missing:
+            raise TypeError(
+                f"estimator must have fit, predict and score_samples (higher: more "
+                f"typical of the known classes); {type(self.estimator).__name__} "
+                f"has no {', '.join(missing)}. Every sklmargin classifier has "
+                "score_samples."
+            )
+
+    def _check_unknown_label(self, classes):
+        label = self.unknown_label
+        string_classes = all(isinstance(c, str) for c in classes.tolist())
+        if string_classes and not isinstance(label, str):
+            raise ValueError(
+                f"unknown_label={label!r} is not a string but the classes are "
+                f"strings ({', '.join(map(repr, classes[:3].tolist()))}, ...); pass "
+                "a string, e.g. unknown_label='unknown'."
+            )
+        if not string_classes and isinstance(label, str):
+            raise ValueError(
+                f"unknown_label={label!r} is a string but the classes are not; "
+                "pass a number that is not a class, e.g. unknown_label=-1."
+            )
+        if label in classes.tolist():
+            raise ValueError(
+                f"unknown_label={label!r} is one of the classes; pass a label "
+                "that no training row has."
+            )
+
+    def _validated(self, X, *, reset):
+        """Check ``X`` (2-D, rows, width, sparse format) and return what to pass on.
+
+        A DataFrame is passed to the estimator as given (a Pipeline may select
+        its columns by name); anything else as the checked array. Values are
+        the estimator's business (NaN, dtype), so they are not checked here.
+        """
+        checked = validate_data(
+            self,
+            X,
+            reset=reset,
+            accept_sparse="csr" if self.__sklearn_tags__().input_tags.sparse else False,
+            dtype=None,
+            ensure_all_finite=False,
+        )
+        return X if hasattr(X, "columns") else checked
+
+    @fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Set the threshold from out-of-fold scores, then refit on all rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows of the known classes (passed to the estimator as
+            given: a DataFrame stays a DataFrame).
+        y : array-like of shape (n_samples,)
+            Their classes.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Passed to every fit of the estimator (which must accept it) and
+            weighting the quantile: integer weights equal repeated rows.
+
+        Returns
+        -------
+        self : OpenSetClassifier
+            The fitted classifier.
+        """
+        self._check_params()
+        X = self._validated(X, reset=True)
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        n_samples = y.shape[0]
+        if X.shape[0] != n_samples:
+            raise ValueError(
+                f"X has {X.shape[0]} rows but y has {n_samples} labels; they "
+                "must match."
+            )
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError(
+                "OpenSetClassifier needs samples of at least 2 classes in the data "
+                f"(the estimator is a classifier); got one class: {classes[0]!r}."
+            )
+        self._check_unknown_label(classes)
+        fit_params = {}
+        weights = np.ones(n_samples)
+        if sample_weight is not None:
+            if not has_fit_parameter(self.estimator, "sample_weight"):
+                raise TypeError(
+                    f"sample_weight was given but {type(self.estimator).__name__}"
+                    ".fit does not accept it; put OpenSetClassifier inside the "
+                    "Pipeline instead of the Pipeline inside it."
+                )
+            weights = check_weights(sample_weight, n_samples)
+            fit_params["sample_weight"] = weights
+
+        folds = check_cv(self.cv, y, classifier=True).split(X, y)
+        oof = np.full(n_samples, np.nan)
+        for train, test in folds:
+            model = clone(self.estimator).fit(
+                _safe_indexing(X, train),
+                y[train],
+                **{key: value[train] for key, value in fit_params.items()},
+            )
+            oof[test] = model.score_samples(_safe_indexing(X, test))
+        scored = ~np.isnan(oof)
+        if not np.any(scored & (weights > 0)):
+            raise ValueError(
+                "cv left no row out of every fold: the threshold needs "
+                "out-of-fold scores of the training rows."
+            )
+        self.oof_scores_ = oof
+        self.threshold_ = weighted_lower_quantile(
+            oof[scored], weights[scored], self.target_rejection
+        )
+        self.estimator_ = clone(self.estimator).fit(X, y, **fit_params)
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def score_samples(self, X):
+        """Return the estimator's open-set score (higher: more typical).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = self._validated(X, reset=False)
+        return np.asarray(self.estimator_.score_samples(X), dtype=np.float64)
+
+    def decision_function(self, X):
+        """Open-set margin ``score_samples(X) - threshold_``; negative is rejected.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.score_samples(X) - self.threshold_
+
+    def predict(self, X):
+        """Predict the estimator's class, or ``unknown_label`` below the threshold.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Values of ``classes_`` and ``unknown_label``.
+        """
+        check_is_fitted(self)
+        X = self._validated(X, reset=False)
+        rejected = self.decision_function(X) < 0
+        labels = np.asarray(self.estimator_.predict(X))
+        dtype = np.result_type(labels.dtype, np.asarray(self.unknown_label).dtype)
+        labels = labels.astype(dtype)
+        labels[rejected] = self.unknown_label
+        return labels
+
+    @available_if(lambda self: _estimator_has(self, "predict_proba"))
+    def predict_proba(self, X):
+        """Return the estimator's probabilities of the known classes.
+
+        They sum to one over ``classes_``: whether a row is known at all is
+        :meth:`decision_function`'s question, not theirs.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(self._validated(X, reset=False))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        return tags
+
+
+def _estimator_has(meta, name):
+    """Whether the fitted (else the given) estimator has method ``name``."""
+    return hasattr(getattr(meta, "estimator_", meta.estimator), name)

@@ -1,0 +1,292 @@
+"""L-BFGS glue: one smooth problem per call, continuation across problems.
+
+Two parts of the family are not one smooth problem:
+
+* L-/A-Softmax only train when the margin is introduced gradually (the papers'
+  ``lambda`` schedule). We solve a sequence of smooth problems with decreasing
+  ``lambda``, each warm-started from the previous solution.
+* A margin with a non-target *state* (SV-Softmax's support-vector mask) is
+  piecewise smooth: its objective jumps where the state changes, and L-BFGS's
+  line search assumes smoothness. We hold the state fixed during a run,
+  recompute it, and run again, accepting a round only when it lowers the exact
+  objective (DESIGN.md section 3.4).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+# Relative decrease that still counts as progress: essentially off, so that the
+# projected-gradient test ``tol`` decides when to stop (as LogisticRegression).
+_FTOL = 64 * np.finfo(np.float64).eps
+# A run that stops on the relative-reduction or line-search test counts as
+# converged only if its largest gradient entry is within this factor of tol:
+# the objective's round-off then dominates its decrease (the optimum to working
+# precision). Beyond it the stop is a stall (e.g. L-Softmax prototypes
+# collapsing onto the cone point w_j = 0), reported as not converged.
+_STALL_FACTOR = 10.0
+
+# Fractions of a state round's step tried on the exact objective: where a state
+# entry flipped, the full step can raise it while a shorter one still lowers it.
+_BACKTRACK = (1.0, 0.5, 0.25, 0.125)
+
+# lambda schedule of L-/A-Softmax: start near plain softmax, divide by 10 per
+# stage down to the user's final lambda.
+_LAMBDA_START = 1000.0
+_LAMBDA_FACTOR = 10.0
+_LAMBDA_FLOOR = 0.1  # below this the next stage is the final lambda itself
+
+
+def lambda_schedule(lambda_min):
+    """Decreasing softening values ending at ``lambda_min``.
+
+    Examples
+    --------
+    >>> lambda_schedule(5.0)
+    [1000.0, 100.0, 10.0, 5.0]
+    """
+    schedule = []
+    lam = _LAMBDA_START
+    while lam > lambda_min and lam >= _LAMBDA_FLOOR:
+        schedule.append(lam)
+        lam /= _LAMBDA_FACTOR
+    schedule.append(float(lambda_min))
+    return schedule
+
+
+@dataclass
+class SolverResult:
+    """What a (multi-stage) L-BFGS fit returns."""
+
+    params: np.ndarray
+    n_iter: int
+    converged: bool
+    message: str
+    max_abs_grad: float = float("nan")
+
+
+def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
+    """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (value, gradient)``, one forward and backward pass.
+    x0 : ndarray
+        Starting point (float64).
+    max_iter : int
+        Iteration budget.
+    tol : float
+        Stop when the largest absolute gradient entry is below ``tol``.
+    stationarity : callable, default=None
+        ``stationarity(x, gradient) -> float``, the gradient size a stall is
+        judged by (the objective's own scale); the largest absolute entry when
+        None.
+    verbose : int
+        Passed on as scipy's ``iprint`` when positive.
+
+    Returns
+    -------
+    SolverResult
+        ``converged`` is True only when the gradient test holds (to within a
+        factor of 10 where scipy stopped on round-off).
+    """
+    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
+    if verbose > 1:
+        options["iprint"] = verbose - 1
+    result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
+    raw_max = float(np.max(np.abs(result.jac), initial=0.0))
+    max_abs_grad = (
+        raw_max if stationarity is None else stationarity(result.x, result.jac)
+    )
+    # status 0 covers scipy's gradient test (raw_max <= tol) but also its
+    # relative-reduction stop, and status 2 its "ABNORMAL" line-search end:
+    # those are round-off near an optimum only when the gradient (on the
+    # objective's own scale) is small, and a stall otherwise.
+    converged = result.status in (0, 2) and (
+        raw_max <= tol or max_abs_grad <= _STALL_FACTOR * tol
+    )
+    message = result.message
+    if isinstance(message, bytes):  # older scipy
+        message = message.decode()
+    return SolverResult(
+        result.x, int(result.nit), converged, str(message), max_abs_grad
+    )
+
+
+def fit_continuation(
+    objective,
+    x0,
+    *,
+    lambdas=(0.0,),
+    max_iter=1000,
+    tol=1e-6,
+    max_state_rounds=10,
+    warm=False,
+    verbose=0,
+):
+    """Solve the sequence of smooth problems an objective needs.
+
+    For every ``lambda`` in ``lambdas`` (one value for losses without softening),
+    run L-BFGS on the margin without its non-target state; then, for a margin
+    with one (SV-Softmax), run state rounds at the final ``lambda`` from that
+    solution (:func:`state_rounds`). A warm fit skips the plain solve: its
+    rounds start from ``x0``, the previous model, which they can only improve.
+
+    Parameters
+    ----------
+    objective : MarginObjective
+        The problem (:class:`~sklmargin.objective.MarginObjective`); each
+        evaluation is told its ``lam`` and ``state``, nothing is set on it.
+    x0 : ndarray
+        Starting parameters.
+    lambdas : sequence of float
+        Softening schedule, the last value is the problem the user asked for.
+    max_iter : int
+        Iteration budget of each run.
+    tol : float
+        Gradient tolerance of the final run; earlier runs only set up the next
+        warm start and stop at ``max(tol, 1e-4)``.
+    max_state_rounds : int
+        Cap on state recomputations.
+    warm : bool
+        Whether ``x0`` is a previous solution (see above).
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+        ``converged`` refers to the last run; ``n_iter`` is the total.
+    """
+    params = np.asarray(x0, dtype=np.float64)
+    stateful = objective.margin.stateful
+    plain = (
+        objective.with_margin(objective.margin.stateless()) if stateful else objective
+    )
+    n_iter = 0
+    result = None
+    if not (stateful and warm):
+        for stage, lam in enumerate(lambdas):
+            last_stage = stage == len(lambdas) - 1
+            stage_tol = tol if last_stage else max(tol, 1e-4)
+            result = lbfgs(
+                partial(plain.loss_gradient, lam=lam),
+                params,
+                max_iter=max_iter,
+                tol=stage_tol,
+                stationarity=plain.stationarity,
+                verbose=verbose,
+            )
+            params = result.params
+            n_iter += result.n_iter
+            _report(verbose, lam, "plain", result)
+    if stateful:
+        params, rounds_result = state_rounds(
+            objective, params, max_iter, tol, max_state_rounds, verbose, lam=lambdas[-1]
+        )
+        n_iter += rounds_result.n_iter
+        result = rounds_result
+    return SolverResult(
+        params, n_iter, result.converged, result.message, result.max_abs_grad
+    )
+
+
+def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0):
+    """Run the rounds of a stateful margin, never ending above the start.
+
+    Round ``r`` solves the smooth problem with the state fixed at the state of
+    the best point so far, warm-started there. Because a fixed state agrees
+    with the exact objective at the point it was taken from, L-BFGS can only
+    lower the fixed-state objective from there; the exact objective at the new
+    point (state recomputed) may still be higher, where a state entry flipped.
+    So each round is judged on the exact objective and kept only if it lowers
+    it (where the full step does not, the fractions 1/2, 1/4, 1/8 of it are
+    tried); rounds stop when one does not, when the state no longer changes, or
+    after ``max_rounds``. The result is the best point seen, the start
+    included: a fit (or a warm refit) never returns a model worse, on its own
+    objective, than the one it started from.
+
+    Returns
+    -------
+    params : ndarray
+        The best point.
+    result : SolverResult
+        Iterations over all rounds; convergence of the last accepted round
+        (True when none was accepted: the start is then the best point found).
+    """
+    best_value, state = objective.value_and_state(start, lam=lam)
+    best_params, n_iter, accepted = start, 0, None
+    for sv_round in range(max_rounds):
+        result = lbfgs(
+            partial(objective.loss_gradient, lam=lam, state=state),
+            best_params,
+            max_iter=max_iter,
+            tol=tol,
+            stationarity=objective.stationarity,
+            verbose=verbose,
+        )
+        n_iter += result.n_iter
+        _report(verbose, lam, f"state round {sv_round}", result)
+        step = result.params - best_params
+        for fraction in _BACKTRACK:
+            candidate = best_params + fraction * step if fraction < 1 else result.params
+            value, new_state = objective.value_and_state(candidate, lam=lam)
+            # A relative threshold keeps the decision identical under round-off.
+            if value < best_value - 1e-12 * abs(best_value):
+                break
+        else:
+            break
+        best_value, best_params, accepted = value, candidate, result
+        if _same_state(new_state, state):
+            break
+        state = new_state
+    if accepted is None:
+        # The procedure ended normally: no round (nor a shorter step of it)
+        # lowers the exact objective, so the start is the best point found.
+        accepted = SolverResult(
+            best_params,
+            0,
+            True,
+            "no state round lowered the exact objective; kept the start",
+        )
+    return best_params, SolverResult(
+        best_params,
+        n_iter,
+        accepted.converged,
+        accepted.message,
+        accepted.max_abs_grad,
+    )
+
+
+def _same_state(a, b):
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and all(map(_same_state, a, b))
+    return np.array_equal(a, b)
+
+
+def _report(verbose, lam, stage, result):
+    if verbose:
+        print(
+            f"[sklmargin] lambda={lam:g} {stage}: iterations={result.n_iter} "
+            f"max|grad|={result.max_abs_grad:.3g} {result.message}"
+        )
+
+
+def warn_if_not_converged(result, max_iter, tol, estimator_name, hint=""):
+    """Emit a ConvergenceWarning naming ``max_iter`` and ``tol`` if needed."""
+    if not result.converged:
+        warnings.warn(
+            f"{estimator_name} did not converge: L-BFGS stopped with "
+            f"'{result.message}' after {result.n_iter} iterations in total, "
+            f"largest gradient entry {result.max_abs_grad:.3g} "
+            f"(max_iter={max_iter} per run, tol={tol}). {hint or ''}Increase "
+            "max_iter, loosen tol, or scale the data (e.g. StandardScaler).",
+            ConvergenceWarning,
+            stacklevel=3,
+        )

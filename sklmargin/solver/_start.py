@@ -1,0 +1,252 @@
+"""Where an L-BFGS fit starts: imprinting, priors, a softmax solve, a warm start.
+
+A good deterministic start matters more than usual here: the cosine losses are
+non-convex, and L-/A-Softmax's margin is introduced by continuation from it.
+Which start a loss wants is its margin's ``start`` attribute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import minimize
+from sklearn.utils import check_random_state
+
+from ..losses._additive import Softmax
+from ..objective._linear import LinearMarginObjective
+from ..objective._pointwise import pointwise_loss_gradient
+from ..objective._rows import prepare_rows
+from ._lbfgs import fit_continuation
+
+# Bytes of the float64 copy of one row block in weighted_class_sums.
+_BLOCK_BYTES = 32 * 2**20
+
+
+def weighted_class_sums(X, y_encoded, sample_weight, n_classes):
+    """``sum_{i: y_i = j} w_i x_i`` per class, in float64, by row blocks.
+
+    Blocks of at most 32 MiB keep the float64 copy of a float32 ``X`` small (a
+    one-shot sparse product would upcast all of ``X``: measured +2 copies of the
+    data; a fixed 65,536-row block was 1 GiB on 2,000 kernel features).
+    """
+    sums = np.zeros((n_classes, X.shape[1]))
+    block = max(1, _BLOCK_BYTES // (8 * max(X.shape[1], 1)))
+    for start in range(0, X.shape[0], block):
+        rows = slice(start, min(start + block, X.shape[0]))
+        chunk = X[rows]
+        chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
+        indicator = sparse.csr_matrix(
+            (sample_weight[rows], (y_encoded[rows], np.arange(chunk.shape[0]))),
+            shape=(n_classes, chunk.shape[0]),
+        )
+        sums += indicator @ chunk.astype(np.float64, copy=False)
+    return sums
+
+
+def initial_params(objective, y_encoded, sample_weight, random_state):
+    """Cold start from the rows: class totals and sums, then :func:`start_params`."""
+    n_classes = objective.n_classes
+    totals = np.bincount(y_encoded, sample_weight, minlength=n_classes)
+    sums = None
+    if objective.margin.start == "class-means":
+        sums = weighted_class_sums(objective.X, y_encoded, sample_weight, n_classes)
+    return start_params(objective, totals, sums, random_state)
+
+
+def start_params(objective, class_totals, class_sums, random_state):
+    """Cold start from class statistics (in memory, or reduced over Dask chunks).
+
+    Biases: the centred weighted log-priors (softmax is invariant to a common
+    shift). Prototypes by ``margin.start``: "class-means" (weight imprinting)
+    starts each at the weighted mean of its class's unit rows, ``class_sums``
+    normalised; a zero mean gets a random direction, the only use of
+    ``random_state``. "zeros" (plain softmax, a convex problem) and
+    "softmax-solution" leave them at zero.
+    """
+    params = np.zeros(objective.n_params)
+    coef, intercept = objective.unpack(params)
+    if intercept is not None:
+        log_priors = np.log(np.maximum(class_totals / class_totals.sum(), 1e-12))
+        intercept[:] = log_priors - log_priors.mean()
+    if objective.margin.start == "class-means":
+        means = np.array(class_sums, dtype=np.float64)
+        norms = np.linalg.norm(means, axis=1)
+        degenerate = norms <= 1e-12 * max(norms.max(), 1e-300)
+        if np.any(degenerate):
+            rng = check_random_state(random_state)
+            means[degenerate] = rng.standard_normal(
+                (int(degenerate.sum()), objective.n_features)
+            )
+            norms = np.linalg.norm(means, axis=1)
+        coef[:] = means / norms[:, None]
+    return params
+
+
+#: Gradient tolerance of the bias-only problem: its gradient is the gap between
+#: the weighted predicted and the weighted true class frequencies.
+_INTERCEPT_TOL = 1e-8
+
+
+def optimal_intercept(objective, params):
+    """Return ``params`` with the bias that is optimal for its prototypes.
+
+    The cold start imprints the prototypes and sets the bias to the log-priors,
+    which is optimal only when every logit is equal. At a large logit scale
+    (kernel default s=100) the imprinted prototypes' logits differ by tens,
+    and the log-priors no longer carry the class weights: with
+    ``class_weight={0: 1000, 1: 1e-4}`` the light class keeps its region and
+    L-BFGS, stopping at ``tol * s``, never moves the bias far enough. Solving
+    the bias-only problem first (convex, ``n_classes`` variables, one forward
+    GEMM, then ``O(n_samples n_classes)`` per evaluation) starts every fit
+    from the class frequencies the weights ask for.
+
+    Parameters
+    ----------
+    objective : LinearMarginObjective or DaskMarginObjective
+        In memory, one forward GEMM and then ``O(n_samples n_classes)`` per
+        step; any other objective (Dask) through ``loss_gradient``, one full
+        evaluation per step.
+    params : ndarray
+        Starting parameters with prototypes in place.
+
+    Returns
+    -------
+    ndarray
+        A copy of ``params`` with the optimal bias, centred (softmax ignores a
+        common shift).
+    """
+    params = np.array(params, dtype=np.float64)
+    _, intercept = objective.unpack(params)
+    if intercept is None:
+        return params
+    problem = _intercept_problem(objective, params)
+
+    result = minimize(
+        problem,
+        intercept.copy(),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 200, "gtol": _INTERCEPT_TOL},
+    )
+    if np.all(np.isfinite(result.x)) and result.fun <= problem(intercept)[0]:
+        intercept[:] = result.x - result.x.mean()
+    return params
+
+
+def _intercept_problem(objective, params):
+    """``f(b) -> (value, gradient)``: the objective over the bias, prototypes fixed."""
+    if not isinstance(objective, LinearMarginObjective):
+
+        def through_full_objective(bias):
+            trial = params.copy()
+            objective.unpack(trial)[1][:] = bias
+            value, grad = objective.loss_gradient(trial)
+            return value, objective.unpack(grad)[1].copy()
+
+        return through_full_objective
+
+    cos, scale, _, _ = objective._forward(params)  # the bias problem's cosines
+    # In float64 whatever the rows' dtype (n x K numbers, cheap): a float32
+    # bias problem stops on its round-off, and float32 and float64 fits would
+    # then start apart and end apart (iris ArcFace: 0.06 in coef_).
+    cos = cos.astype(np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    penalty = objective.penalty(params)
+
+    def on_fixed_cosines(intercept):
+        result = pointwise_loss_gradient(
+            cos.copy(),  # it writes its logits into the array it is given
+            objective.y,
+            objective.margin,
+            objective.m,
+            scale,
+            lam=0.0,  # the start of a margin without softening (see caller)
+            intercept=intercept,
+            sample_weight=objective.sw,
+            state=None,
+            overwrite_cos=True,
+        )
+        return result.loss + penalty, result.grad_intercept
+
+    return on_fixed_cosines
+
+
+def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
+    """Plain-softmax solution: the ``lambda = infinity`` start of L-Softmax.
+
+    L-Softmax's logits at ``lambda -> infinity`` are the raw inner products
+    ``<w_j, x>``, so the softmax prototypes on the raw rows carry over as they
+    are (:func:`solve_softmax_start`).
+
+    Returns
+    -------
+    params : ndarray
+    n_iter : int
+    """
+    start = LinearMarginObjective(
+        prepare_rows(features, normalize=False),
+        y_encoded,
+        objective.n_classes,
+        sample_weight,
+        Softmax(),
+        0.0,
+        1.0,
+        objective.C,
+        objective.fit_intercept,
+    )
+    x0 = initial_params(start, y_encoded, sample_weight, settings["random_state"])
+    return solve_softmax_start(start, x0, settings)
+
+
+def solve_softmax_start(start, x0, settings):
+    """Solve the plain-softmax problem ``start`` and nudge collapsed prototypes.
+
+    A prototype left at the origin (the cone point of ``|w||x|psi``, where the
+    loss is not differentiable) is moved off it by a small random direction.
+
+    Returns
+    -------
+    params : ndarray
+    n_iter : int
+    """
+    result = fit_continuation(
+        start, x0, max_iter=settings["max_iter"], tol=max(settings["tol"], 1e-4)
+    )
+    params = result.params
+    coef, _ = start.unpack(params)
+    norms = np.linalg.norm(coef, axis=1)
+    scale = max(norms.max(), 1.0)
+    small = norms < 1e-3 * scale
+    if np.any(small):
+        rng = check_random_state(settings["random_state"])
+        coef[small] = 1e-3 * scale * rng.standard_normal((small.sum(), coef.shape[1]))
+    return params, result.n_iter
+
+
+def warm_start_params(estimator, objective):
+    """Return the previous fit's parameters if they fit this problem, else None.
+
+    They fit when the margin's name, the number of prototype coordinates and
+    the lift agree. Fitted attributes store the training parametrisation, so
+    nothing is rescaled.
+    """
+    if not (estimator.warm_start and hasattr(estimator, "coef_")):
+        return None
+    lifted = objective.constant > 0
+    n_classes, n_features = objective.n_classes, objective.n_features
+    if (
+        estimator.coef_.shape != (n_classes, n_features - lifted)
+        or estimator.margin_.name != objective.margin.name
+        or (estimator.constant_feature_ > 0) != lifted
+    ):
+        return None
+    params = np.zeros(objective.n_params)
+    coef, intercept = objective.unpack(params)
+    if lifted:
+        coef[:, :-1] = estimator.coef_
+        coef[:, -1] = estimator.constant_coef_
+    else:
+        coef[:] = estimator.coef_
+    if intercept is not None:
+        intercept[:] = estimator.intercept_
+    return params
