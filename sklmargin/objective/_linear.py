@@ -15,7 +15,7 @@ from scipy import sparse
 
 from ._interface import ParameterLayout
 from ._pointwise import _scale_fits, checked_logit_scale, pointwise_loss_gradient
-from ._rows import TINY_NORM, PreparedRows, lifted_norms
+from ._rows import PreparedRows, lifted_cosines
 
 
 def margin_free_logits(
@@ -23,7 +23,7 @@ def margin_free_logits(
 ):
     """Prediction logits ``z = scale * cos + b``: the training scale, no margin.
 
-    The cosines are computed as ``(<x, w> + c w_c) / (|[x, c]| |w|)`` from the
+    The cosines are :func:`~sklmargin.objective._rows.lifted_cosines` of the
     raw rows (no normalised copy of ``X`` at predict time), and the scale is the
     margin's :meth:`~sklmargin.losses._base.Margin.logit_scale`, the very function
     training used, so the two cannot disagree.
@@ -45,25 +45,19 @@ def margin_free_logits(
     ndarray of shape (n_samples, n_classes), in X's dtype.
     """
     dtype = X.dtype
-    raw = np.asarray(X @ coef.T.astype(dtype, copy=False))
     remedy = "predict with float64 input, or refit with a smaller s"
     if not margin.uses_angle:
+        raw = np.asarray(X @ coef.T.astype(dtype, copy=False))
         # Checked like the angle losses' scale: s = 1e39 cast to float32 is inf.
         scale = checked_logit_scale(margin, s, None, None, dtype, remedy)
         return raw * scale.astype(dtype) + intercept.astype(dtype, copy=False)
-    squared_w = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
-    if constant:
-        raw += (constant * constant_coef).astype(dtype)
-        squared_w += np.asarray(constant_coef, dtype=np.float64) ** 2
-    w_norm = np.maximum(np.sqrt(squared_w), TINY_NORM)
-    with np.errstate(over="ignore"):
-        norms = lifted_norms(X, constant).astype(dtype)
-    inverse = 1.0 / np.maximum(norms.astype(np.float64), TINY_NORM)
-    raw *= inverse.astype(dtype)[:, None]
-    raw *= (1.0 / w_norm).astype(dtype)[None, :]
+    cos, norms, w_norm = lifted_cosines(
+        X, coef, constant=constant, constant_coef=constant_coef
+    )
+    norms = norms.astype(dtype)
     scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
-    raw *= scale.astype(dtype)
-    return raw + intercept.astype(dtype, copy=False)
+    cos *= scale.astype(dtype)
+    return cos + intercept.astype(dtype, copy=False)
 
 
 class LinearMarginObjective:
@@ -178,11 +172,12 @@ class LinearMarginObjective:
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
         coef, _ = self.unpack(params)
         if self.margin.uses_angle:
-            w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), TINY_NORM)
+            # the rows were lifted and normalised once (prepare_rows)
+            cos, _, w_norm = lifted_cosines(self.X, coef, unit_rows=True)
             w_hat = coef / w_norm[:, None]
         else:
             w_hat, w_norm = coef, None
-        cos = np.asarray(self.X @ w_hat.T.astype(self.dtype))
+            cos = np.asarray(self.X @ coef.T.astype(self.dtype))
         with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: see below
             scale = self.margin.logit_scale(self.s, self.norms, w_norm)
         if cos.dtype != np.float64 and not _scale_fits(scale, cos.dtype):

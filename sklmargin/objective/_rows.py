@@ -1,10 +1,17 @@
 r"""Rows as the objective sees them: norms, lift and normalisation, done once.
 
-Every angle-based loss (all but ``"softmax"``) works on the unit rows
-:math:`\hat x_i = [x_i, c] / |[x_i, c]|` and, where its logit scale needs it
-(A-/L-Softmax), on the norms :math:`|[x_i, c]|`. Fit and predict both call
-:func:`prepare_rows`, so training and prediction see the same rows by
-construction, and the norms are computed once per call.
+Every angle-based loss (all but ``"softmax"``) works on the cosines
+
+.. math::
+
+    \cos\theta_{ij} = \frac{\langle [x_i, c], [w_j, w_{c,j}] \rangle}
+    {|[x_i, c]|\, |[w_j, w_{c,j}]|}
+
+and, where its logit scale needs it (A-/L-Softmax), on the norms
+:math:`|[x_i, c]|`. :func:`lifted_cosines` is the one implementation: fit
+calls it on rows it lifted and normalised once (:func:`prepare_rows`, reused
+at every evaluation), predict on the raw rows (dividing the ``n x K`` product
+instead of copying ``X``), the ONNX reference on the exported arrays.
 
 ``c`` is the lifting constant (0: no lift). Lifting to ``[x, c]`` before
 normalising is one-to-one (the inverse gnomonic projection onto a hemisphere):
@@ -90,6 +97,66 @@ def lifted_norms(X, constant=0.0, norms=None):
     norms = row_norms(X) if norms is None else norms
     # sqrt(|x|^2 + c^2) without squaring a possibly huge |x|.
     return np.hypot(norms, constant) if constant else norms
+
+
+def lifted_cosines(
+    X, coef, *, constant=0.0, constant_coef=None, unit_rows=False, normalize_coef=True
+):
+    r"""Cosines between the lifted rows and the (lifted) prototypes.
+
+    .. math::
+
+        \cos\theta_{ij} = \frac{\langle x_i, w_j \rangle + c\, w_{c,j}}
+        {\max(|[x_i, c]|, \epsilon)\; \max(|[w_j, w_{c,j}]|, \epsilon)}
+
+    with :data:`TINY_NORM` as :math:`\epsilon` (a zero row or a collapsed
+    prototype has cosine 0, not 0/0). The prototypes are normalised first and
+    the product runs in ``X``'s dtype.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Raw rows, or rows already lifted and normalised (``unit_rows``).
+    coef : ndarray of shape (n_classes, n_features)
+    constant : float, default=0.0
+        The lift ``c`` (0: none; rows prepared by :func:`prepare_rows` carry
+        it as their last column already).
+    constant_coef : ndarray of shape (n_classes,), default=None
+        The prototypes' coordinate along the lift.
+    unit_rows : bool, default=False
+        ``X``'s rows are unit (or zero) already: no row norm is computed.
+    normalize_coef : bool, default=True
+        Divide by the prototypes' norms; False when the caller folded them
+        (the ONNX description) or they are unit.
+
+    Returns
+    -------
+    cos : ndarray of shape (n_samples, n_classes), in ``X``'s dtype
+    norms : ndarray of shape (n_samples,) or None
+        ``|[x_i, c]|`` in float64 (None for ``unit_rows``).
+    w_norm : ndarray of shape (n_classes,) or None
+        ``|[w_j, w_{c,j}]|`` floored, float64 (None without normalisation).
+    """
+    dtype = X.dtype
+    lift = constant_coef if constant else None
+    w_norm = None
+    if normalize_coef:
+        squared = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
+        if lift is not None:
+            squared += np.asarray(lift, dtype=np.float64) ** 2
+        w_norm = np.maximum(np.sqrt(squared), TINY_NORM)
+        coef = coef / w_norm[:, None]
+        if lift is not None:
+            lift = lift / w_norm
+    cos = np.asarray(X @ coef.T.astype(dtype, copy=False))
+    if lift is not None:
+        cos += (constant * np.asarray(lift, dtype=np.float64)).astype(dtype)
+    if unit_rows:
+        return cos, None, w_norm
+    with np.errstate(over="ignore"):
+        norms = lifted_norms(X, constant)
+    cos *= (1.0 / np.maximum(norms, TINY_NORM)).astype(dtype)[:, None]
+    return cos, norms, w_norm
 
 
 @dataclass

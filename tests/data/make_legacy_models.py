@@ -16,32 +16,41 @@ from sklearn.preprocessing import StandardScaler
 
 import sklmargin as sm
 
-X, y = load_iris(return_X_y=True)
-rows = X[np.random.RandomState(0).choice(len(X), 20, replace=False)]
-kernel = {"n_components": 40, "random_state": 0}
-models = {
-    "linear_amsoftmax": sm.MarginSoftmaxClassifier(),
-    "linear_svsoftmax": sm.MarginSoftmaxClassifier(t=1.2),
-    "linear_lsoftmax": sm.MarginSoftmaxClassifier(loss="l-softmax"),
-    "kernel_nystroem": make_pipeline(
-        StandardScaler(), sm.KernelMarginSoftmaxClassifier(**kernel)
-    ),
-    "kernel_fourier": sm.KernelMarginSoftmaxClassifier(
-        kernel_approximation="orf", **kernel
-    ),
-    "linear_cv": sm.MarginSoftmaxClassifierCV(cv=3),
-    "kernel_cv": sm.KernelMarginSoftmaxClassifierCV(n_components=30, random_state=0),
-    "openset": sm.OpenSetClassifier(sm.MarginSoftmaxClassifier(), cv=3),
-}
-saved = {"X": rows}
-for name, model in models.items():
-    model.fit(X, y)
-    saved[name] = np.frombuffer(pickle.dumps(model, protocol=4), dtype=np.uint8)
-    saved["pred_" + name] = model.predict(rows)
-    if hasattr(model, "predict_proba"):
-        saved["proba_" + name] = model.predict_proba(rows)
-    else:
-        saved["proba_" + name] = model.predict(rows)
-sio.dump(models["kernel_nystroem"], "tests/data/legacy_kernel_nystroem.skops")
-sio.dump(models["linear_svsoftmax"], "tests/data/legacy_linear_svsoftmax.skops")
-np.savez_compressed("tests/data/legacy_models.npz", **saved)
+
+def main():
+    """Fit, pickle and save (overwrites the fixture: only at the old layout)."""
+    X, y = load_iris(return_X_y=True)
+    rows = X[np.random.RandomState(0).choice(len(X), 20, replace=False)]
+    kernel = {"n_components": 40, "random_state": 0}
+    models = {
+        "linear_amsoftmax": sm.MarginSoftmaxClassifier(),
+        "linear_svsoftmax": sm.MarginSoftmaxClassifier(t=1.2),
+        "linear_lsoftmax": sm.MarginSoftmaxClassifier(loss="l-softmax"),
+        "kernel_nystroem": make_pipeline(
+            StandardScaler(), sm.KernelMarginSoftmaxClassifier(**kernel)
+        ),
+        "kernel_fourier": sm.KernelMarginSoftmaxClassifier(
+            kernel_approximation="orf", **kernel
+        ),
+        "linear_cv": sm.MarginSoftmaxClassifierCV(cv=3),
+        "kernel_cv": sm.KernelMarginSoftmaxClassifierCV(
+            n_components=30, random_state=0
+        ),
+        "openset": sm.OpenSetClassifier(sm.MarginSoftmaxClassifier(), cv=3),
+    }
+    saved = {"X": rows}
+    for name, model in models.items():
+        model.fit(X, y)
+        saved[name] = np.frombuffer(pickle.dumps(model, protocol=4), dtype=np.uint8)
+        saved["pred_" + name] = model.predict(rows)
+        if hasattr(model, "predict_proba"):
+            saved["proba_" + name] = model.predict_proba(rows)
+        else:
+            saved["proba_" + name] = model.predict(rows)
+    sio.dump(models["kernel_nystroem"], "tests/data/legacy_kernel_nystroem.skops")
+    sio.dump(models["linear_svsoftmax"], "tests/data/legacy_linear_svsoftmax.skops")
+    np.savez_compressed("tests/data/legacy_models.npz", **saved)
+
+
+if __name__ == "__main__":  # pytest --doctest-modules imports this file: no side effect
+    main()

@@ -228,7 +228,13 @@ def _logit_description(estimator):
 
 
 def _logits_from_description(description, X):
-    """NumPy evaluation of a description, in float64 (the reference of tests)."""
+    """NumPy evaluation of a description, in float64 (the reference of tests).
+
+    The normalised branch is :func:`~sklmargin.objective._rows.lifted_cosines`,
+    the function fit and predict use.
+    """
+    from ...objective._rows import lifted_cosines
+
     features = np.asarray(X, dtype=np.float64)
     fourier = description.feature_map
     if isinstance(fourier, _NystroemDescription):
@@ -247,12 +253,16 @@ def _logits_from_description(description, X):
         )
     if not description.normalise:
         return features @ description.matrix + description.bias
-    # The graph's arithmetic (see _normalised_logits_graph): rows divided by
-    # their peak first, so that no square overflows or underflows.
-    peak = np.max(np.abs(features), axis=1, initial=0.0)
-    inverse = 1.0 / np.maximum(peak, max(description.lift, description.tiny))
-    scaled = features * inverse[:, None]
-    raw = scaled @ description.matrix + inverse[:, None] * description.inner_bias
-    norms = np.sqrt(np.sum(scaled**2, axis=1) + (description.lift * inverse) ** 2)
-    raw /= np.maximum(norms, 1.0)[:, None]
-    return raw + description.bias
+    # The matrix holds the prototypes with 1/|w| and the scale folded in, the
+    # inner bias their lift coordinate times c: the cosine of the lifted rows
+    # against those columns, unnormalised (the graph divides each row by its
+    # peak first; the cosine is the same).
+    lift = description.lift
+    cos, _, _ = lifted_cosines(
+        features,
+        description.matrix.T,
+        constant=lift,
+        constant_coef=description.inner_bias / lift if lift else None,
+        normalize_coef=False,
+    )
+    return cos + description.bias
