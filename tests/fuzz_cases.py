@@ -34,7 +34,7 @@ from sklmargin import (
     margin_softmax_loss,
 )
 from sklmargin._utils.validation import check_sample_and_class_weight
-from sklmargin.features._fourier import _weighted_variance
+from sklmargin.features._gamma import weighted_variance
 from sklmargin.losses._registry import ALIASES, registered_margins
 
 ESTIMATORS = {
@@ -633,8 +633,8 @@ def _check_sparse_variance(clf, X, y, sample_weight):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # counted in the fit
-        from_sparse = _weighted_variance(X, weights)
-        from_dense = _weighted_variance(X.toarray(), weights)
+        from_sparse = weighted_variance(X, weights)
+        from_dense = weighted_variance(X.toarray(), weights)
     if not np.isclose(from_sparse, from_dense, rtol=1e-6, atol=0):
         raise FuzzFailure(
             "sparse-dense-variance-differ",

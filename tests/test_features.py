@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklmargin.features import _fourier as _features
+from sklmargin._utils import blocks
 from sklmargin.features._fourier import RandomFourierFeatures
 
 
@@ -241,7 +241,7 @@ def test_blocked_transform_equals_one_shot(
     # Budget for `block_rows` rows of projections: 53 = 7 * 7 + 4 exercises a
     # remainder block. It also shrinks the blocks of the variance in fit.
     n_frequencies = rff.random_weights_.shape[1]
-    monkeypatch.setattr(_features, "_BLOCK_BYTES", block_rows * 8 * n_frequencies)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", block_rows * 8 * n_frequencies)
     assert rff.gamma_ == gamma
     blocked = rff.transform(X)
     refitted = rff.fit_transform(X)

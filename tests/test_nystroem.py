@@ -11,8 +11,8 @@ from scipy.spatial.distance import pdist
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import sklmargin.features._nystroem as nystroem_module
 from sklmargin import NystroemFeatures
+from sklmargin._utils import blocks
 from sklmargin.features._centres import (
     CENTRE_SELECTORS,
     distinct_weighted_rows,
@@ -205,7 +205,7 @@ def test_blocked_transform_equals_one_block(monkeypatch, dtype):
     X = _data(n=500).astype(dtype)
     transformer = NystroemFeatures(n_components=64, random_state=0).fit(X)
     whole = transformer.transform(X)
-    monkeypatch.setattr(nystroem_module, "_BLOCK_BYTES", 7 * 64 * X.itemsize)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 7 * 64 * X.itemsize)
     blocked = transformer.transform(X)
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(blocked, whole, rtol=rtol, atol=rtol)

@@ -14,6 +14,23 @@ import numbers
 import numpy as np
 
 
+def check_two_classes(classes, who="This classifier"):
+    """Raise a ValueError naming the class when the labels hold fewer than two.
+
+    Parameters
+    ----------
+    classes : ndarray
+        The sorted distinct labels.
+    who : str, default="This classifier"
+        The subject of the message.
+    """
+    if len(classes) < 2:
+        raise ValueError(
+            f"{who} needs samples of at least 2 classes in the data, but the "
+            f"data contains only one class: {classes[0]!r}."
+        )
+
+
 def check_weights(sample_weight, n_samples, *, name="sample_weight"):
     """Return ``sample_weight`` as a validated float64 vector.
 

@@ -16,7 +16,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
-from .._utils.validation import check_sample_and_class_weight, logits_in_dtype
+from .._utils.validation import (
+    check_sample_and_class_weight,
+    check_two_classes,
+    logits_in_dtype,
+)
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES, get_margin
 from ..losses._support_vectors import with_support_vectors
@@ -146,11 +150,7 @@ class BaseMarginSoftmax(
         )
         check_classification_targets(y)
         classes, y_encoded = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(
-                "This classifier needs samples of at least 2 classes in the data, "
-                f"but the data contains only one class: {classes[0]!r}."
-            )
+        check_two_classes(classes)
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )

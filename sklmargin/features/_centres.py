@@ -36,6 +36,8 @@ from scipy import sparse
 from scipy.linalg import solve_triangular
 from sklearn.utils import gen_batches
 
+from .._utils.blocks import rows_per_block
+
 __all__ = [
     "CENTRE_SELECTORS",
     "HASH_DTYPE",
@@ -52,17 +54,8 @@ __all__ = [
     "uniform_indices",
 ]
 
-# Temporaries per row block (distances to all centres) stay below this many bytes.
-# Module level so that tests can shrink it to exercise the blocking.
-_BLOCK_BYTES = 32 * 2**20
-
 # Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.
 _LLOYD_STEPS = 5
-
-
-def _rows_per_block(row_bytes: int) -> int:
-    """Return how many rows of ``row_bytes`` bytes fit in the block budget."""
-    return max(1, _BLOCK_BYTES // max(1, row_bytes))
 
 
 #: A row's hash: an *order* lane hashing the row rounded to float32, then two
@@ -388,7 +381,7 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
     seeds = np.sort(_kmeans_plusplus_indices(rows, weights, n_centres, rng))
     centres = rows[seeds].astype(np.float64)
     rows64 = rows.astype(np.float64, copy=False)
-    block = _rows_per_block(8 * centres.shape[0])
+    block = rows_per_block(8 * centres.shape[0])
     for _ in range(n_steps):
         centre_norms = np.einsum("ij,ij->i", centres, centres)
         labels = np.empty(rows.shape[0], dtype=np.intp)

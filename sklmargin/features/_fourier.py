@@ -27,17 +27,13 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
+from .._utils.blocks import rows_per_block
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import check_weights
+from ._gamma import scale_gamma
 
 __all__ = ["RandomFourierFeatures"]
-
-# Upper bound on the temporaries allocated per row block (projection matrix in
-# `transform`, centred copy in the variance). Tens of MB keep large inputs out of
-# swap while leaving the block big enough for an efficient GEMM. Module level so
-# that tests can shrink it to exercise the blocking.
-_BLOCK_BYTES = 32 * 2**20
 
 
 @cache
@@ -46,65 +42,10 @@ def _threadpool_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _rows_per_block(row_bytes: int) -> int:
-    """Return how many rows of ``row_bytes`` bytes fit in the block budget."""
-    return max(1, _BLOCK_BYTES // max(1, row_bytes))
-
-
 def _peak(X) -> float:
     """Largest magnitude of a dense or CSR block (0 when empty)."""
     data = X.data if sp.issparse(X) else X
     return float(np.max(np.abs(data), initial=0.0))
-
-
-def _weighted_variance(X, sample_weight: np.ndarray) -> float:
-    """Return the sample-weighted variance of all entries of ``X``.
-
-    Every entry of row ``i`` carries the weight ``sample_weight[i]``; with unit weights
-    this is ``X.var()``, the statistic behind ``SVC(gamma="scale")``. Integer weights
-    are therefore equivalent to repeating rows. Accumulation is in float64 whatever
-    the dtype of ``X``.
-
-    Parameters
-    ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-        Validated input (CSR when sparse).
-    sample_weight : ndarray of shape (n_samples,)
-        Non-negative weights with a positive sum.
-
-    Returns
-    -------
-    variance : float
-        The weighted variance, 0.0 for constant data.
-    """
-    n_samples, n_features = X.shape
-    sw = np.asarray(sample_weight, dtype=np.float64)
-    total_weight = sw.sum() * n_features
-    row_sums = np.asarray(X.sum(axis=1, dtype=np.float64)).ravel()
-    mean = float(sw @ row_sums) / total_weight
-
-    if sp.issparse(X):
-        # Centring would densify X, so use sum of squares minus squared sum. The
-        # cancellation leaves noise of a few ulps of E[x^2]: below that level the
-        # data are constant for all practical purposes.
-        # Square in float64: a float32 entry of 1e20 squares beyond float32.
-        data = X.data.astype(np.float64)
-        squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
-        row_squares = np.asarray(squares.sum(axis=1)).ravel()
-        mean_square = float(sw @ row_squares) / total_weight
-        variance = mean_square - mean**2
-        if variance <= 16 * np.finfo(np.float64).eps * mean_square:
-            variance = 0.0
-        return variance
-
-    # Dense: two passes over centred blocks, numerically sound and exactly zero
-    # for constant data. Per-row sums are reduced once at the end so that the
-    # result does not depend on the block size.
-    row_squares = np.empty(n_samples)
-    for rows in gen_batches(n_samples, _rows_per_block(8 * n_features)):
-        centred = X[rows].astype(np.float64) - mean
-        row_squares[rows] = np.einsum("ij,ij->i", centred, centred)
-    return float(sw @ row_squares) / total_weight
 
 
 def _draw_frequencies(
@@ -316,8 +257,7 @@ class RandomFourierFeatures(
         n_features = X.shape[1]
 
         if isinstance(self.gamma, str):  # the constraints admit only "scale"
-            variance = _weighted_variance(X, sample_weight)
-            self.gamma_ = 1.0 / (n_features * variance) if variance > 0 else 1.0
+            self.gamma_ = scale_gamma(X, sample_weight)
         else:
             self.gamma_ = float(self.gamma)
 
@@ -365,7 +305,7 @@ class RandomFourierFeatures(
 
         n_samples = X.shape[0]
         out = np.empty((n_samples, n_out), dtype=dtype)
-        block = _rows_per_block(weights.shape[1] * dtype.itemsize)
+        block = rows_per_block(weights.shape[1] * dtype.itemsize)
         # |x . w| <= max|x| * max_j |w_j|_1: beyond float32 the projection is
         # inf and cos(inf) NaN (float32 rows of 1e37 asked of a model fitted
         # in float64), so such blocks are projected in float64; the features

@@ -21,17 +21,14 @@ from sklearn.base import (
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.blocks import rows_per_block
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import check_weights
 from ._centres import CENTRE_SELECTORS, rbf_kernel_block, select_centres
-from ._fourier import _weighted_variance
+from ._gamma import scale_gamma
 
 __all__ = ["NystroemFeatures"]
-
-# Upper bound on the kernel block K(X_rows, C) allocated per row block in
-# `transform`. Module level so that tests can shrink it to exercise the blocking.
-_BLOCK_BYTES = 32 * 2**20
 
 # Rows drawn (weight-proportionally, without replacement) for gamma="median".
 _MEDIAN_ROWS = 1000
@@ -225,8 +222,7 @@ class NystroemFeatures(
         rng = check_random_state(self.random_state)
 
         if self.gamma == "scale":
-            variance = _weighted_variance(X, sample_weight)
-            self.gamma_ = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+            self.gamma_ = scale_gamma(X, sample_weight)
         elif self.gamma == "median":
             self.gamma_ = _median_gamma(X, sample_weight, rng)
         else:
@@ -295,7 +291,7 @@ class NystroemFeatures(
 
         n_samples, n_centres = X.shape[0], centres.shape[0]
         out = np.empty((n_samples, normalization.shape[1]), dtype=dtype)
-        block = max(1, _BLOCK_BYTES // (dtype.itemsize * max(n_centres, X.shape[1])))
+        block = rows_per_block(dtype.itemsize * max(n_centres, X.shape[1]))
         kernel = np.empty((min(block, n_samples), n_centres), dtype=dtype)
         for rows in gen_batches(n_samples, block):
             size = rows.stop - rows.start

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
-from ..features._fourier import _weighted_variance
+from ..features._gamma import scale_gamma
 from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
 
 _SHARED_PARAMS_DOC = """
@@ -364,7 +364,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         return "s", tuple(float(s * f) for f in _S_FACTORS)
 
     def _extra_grids(self, X, sample_weight):
-        scale = _scale_gamma(X, sample_weight)
+        scale = scale_gamma(X, sample_weight)
         if self.gammas is None:
             return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
         gammas = _valid_values(
@@ -383,13 +383,6 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
 _GAMMA_FACTORS = (0.5, 1.0, 2.0)
 #: Default s path of the kernel search, multiples of the loss's kernel default s.
 _S_FACTORS = (0.5, 1.0, 2.0, 4.0)
-
-
-def _scale_gamma(X, sample_weight):
-    """``gamma="scale"`` on the training data, as the feature maps resolve it."""
-    weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-    variance = _weighted_variance(X, weights)
-    return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
 
 
 def _check_gamma(gamma):

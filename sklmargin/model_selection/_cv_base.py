@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
-from .._utils.validation import check_weights
+from .._utils.validation import check_two_classes, check_weights
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..losses._registry import get_margin
 from ..objective._cross_entropy import predicted_probabilities
@@ -301,11 +301,7 @@ class _BaseMarginSoftmaxCV(
         )
         check_classification_targets(y)
         classes, y_encoded = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(
-                "This classifier needs samples of at least 2 classes in the data, "
-                f"but the data contains only one class: {classes[0]!r}."
-            )
+        check_two_classes(classes)
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])

@@ -25,7 +25,7 @@ from sklearn.utils.validation import (
 
 from .._utils.compat import Interval, fit_context
 from .._utils.doc_link import DocLinkMixin
-from .._utils.validation import check_weights
+from .._utils.validation import check_two_classes, check_weights
 
 __all__ = ["OpenSetClassifier", "weighted_lower_quantile"]
 
@@ -256,11 +256,7 @@ class OpenSetClassifier(
                 "must match."
             )
         classes = np.unique(y)
-        if len(classes) < 2:
-            raise ValueError(
-                "OpenSetClassifier needs samples of at least 2 classes in the data "
-                f"(the estimator is a classifier); got one class: {classes[0]!r}."
-            )
+        check_two_classes(classes, "OpenSetClassifier (its estimator is a classifier)")
         self._check_unknown_label(classes)
         fit_params = {}
         weights = np.ones(n_samples)

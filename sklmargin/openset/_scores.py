@@ -55,13 +55,12 @@ from scipy.special import logsumexp
 from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.blocks import rows_per_block
 from ..features._centres import scaled_squared_distances
 from ..features._nystroem import NystroemFeatures
 
 #: Logit scale at which the maximum probability is read: ``T = max(1, s / 30)``.
 OPEN_SET_SCALE = 30.0
-# Bytes of the float64 distance block per row block (as NystroemFeatures).
-_BLOCK_BYTES = 32 * 2**20
 
 
 def open_set_temperature(s):
@@ -122,7 +121,7 @@ def nearest_centre_log_similarity(feature_map, X):
     centres = feature_map.components_.astype(np.float64)
     offset = centres.mean(axis=0)
     centres = centres - offset
-    block = max(1, _BLOCK_BYTES // (8 * max(centres.shape[0], X.shape[1])))
+    block = rows_per_block(8 * max(centres.shape[0], X.shape[1]))
     nearest = np.empty(n_samples)
     for rows in gen_batches(n_samples, block):
         part = X[rows]

@@ -12,14 +12,12 @@ from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
+from .._utils.blocks import rows_per_block
 from ..losses._additive import Softmax
 from ..objective._linear import LinearMarginObjective
 from ..objective._pointwise import pointwise_loss_gradient
 from ..objective._rows import prepare_rows
 from ._lbfgs import fit_continuation
-
-# Bytes of the float64 copy of one row block in weighted_class_sums.
-_BLOCK_BYTES = 32 * 2**20
 
 
 def weighted_class_sums(X, y_encoded, sample_weight, n_classes):
@@ -30,7 +28,7 @@ def weighted_class_sums(X, y_encoded, sample_weight, n_classes):
     data; a fixed 65,536-row block was 1 GiB on 2,000 kernel features).
     """
     sums = np.zeros((n_classes, X.shape[1]))
-    block = max(1, _BLOCK_BYTES // (8 * max(X.shape[1], 1)))
+    block = rows_per_block(8 * X.shape[1])
     for start in range(0, X.shape[0], block):
         rows = slice(start, min(start + block, X.shape[0]))
         chunk = X[rows]

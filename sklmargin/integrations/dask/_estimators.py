@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ..._utils.validation import class_weight_factors
+from ..._utils.validation import check_two_classes, class_weight_factors
 from ...losses._additive import Softmax
 from ...solver._start import solve_softmax_start, start_params
 from ._cluster import _client, share
@@ -228,11 +228,7 @@ def _classes_and_weights(source, class_weight):
     labels = [labels for labels, _ in source.chunk_totals]
     classes = np.unique(np.concatenate(labels))
     check_classification_targets(classes)
-    if len(classes) < 2:
-        raise ValueError(
-            "This classifier needs samples of at least 2 classes in the data, "
-            f"but the data contains only one class: {classes[0]!r}."
-        )
+    check_two_classes(classes)
     per_chunk = np.zeros((len(labels), len(classes)))
     for row, (chunk_labels, totals) in enumerate(source.chunk_totals):
         per_chunk[row, np.searchsorted(classes, chunk_labels)] = totals

@@ -6,7 +6,7 @@ from the data is reduced over the chunks:
 * ``gamma="scale"``: the sample-weighted variance of all entries,
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
   two passes (the mean, then centred squares) as
-  :func:`sklmargin.features._fourier._weighted_variance` does in memory, so integer
+  :func:`sklmargin.features._gamma.weighted_variance` does in memory, so integer
   weights still equal repeated rows.
 * random Fourier features: nothing else; their frequencies depend only on the
   width, ``d`` and ``random_state``, so the map equals the in-memory one.
@@ -35,6 +35,7 @@ from sklearn.utils import check_random_state
 
 from ...features._centres import choose_centres, distinct_row_hashes
 from ...features._fourier import RandomFourierFeatures
+from ...features._gamma import gamma_from_variance
 from ...features._nystroem import NystroemFeatures
 from ._cluster import share
 
@@ -86,8 +87,7 @@ def _gamma(estimator, source, sw_total):
             for x, e in zip(source.x_blocks, source.encoded, strict=True)
         ]
     )
-    variance = float(np.sum(squares)) / (sw_total * d)
-    return 1.0 / (d * variance) if variance > 0 else 1.0
+    return gamma_from_variance(float(np.sum(squares)) / (sw_total * d), d)
 
 
 def _distinct_row_weights(source):
