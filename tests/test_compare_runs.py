@@ -292,7 +292,7 @@ def test_heartbeat_during_a_long_fit(tty):
 
 
 def test_run_clock_corrects_its_estimates():
-    from sklmargin.compare.estimate import RunClock
+    from sklmargin.compare.clock import RunClock
 
     clock = RunClock([1.0, 1.0, 2.0, None])  # None: the average of the others
     assert clock.total() == pytest.approx(1 + 1 + 2 + 4 / 3)
@@ -394,7 +394,7 @@ def test_plot_keeps_title_legend_and_labels_inside_and_apart(
 
 def test_run_eta_of_a_fit_past_its_estimate_says_so():
     from sklmargin.compare import Progress
-    from sklmargin.compare.estimate import RunClock
+    from sklmargin.compare.clock import RunClock
 
     stream = _Log(False)
     clock = RunClock([0.01, 5.0])

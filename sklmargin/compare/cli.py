@@ -9,9 +9,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from .clock import RunClock
 from .csvfile import load_csv
 from .datasets import BUILTIN_DATASETS, Dataset, builtin_datasets, load_npz_dir
-from .estimate import RunClock, describe_estimate, probe_estimates, wants_estimate
+from .estimate import describe_estimate, probe_estimates, wants_estimate
 from .grids import apply_grid_options
 from .models import format_model_list, grid_size_note, model_registry, resolve_models
 from .plot import check_plot_path, plot_results

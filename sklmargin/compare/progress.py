@@ -5,7 +5,7 @@ pipe, tuning progress is one line every :attr:`Progress.interval` seconds, so a
 log shows signs of life without flooding. A fit that reports nothing for
 :data:`HEARTBEAT` seconds (one slow fit of a grid search, or the final fit)
 gets a heartbeat line from a background thread, and every line carries the
-whole run's ETA when a :class:`~sklmargin.compare.estimate.RunClock` is given.
+whole run's ETA when a :class:`~sklmargin.compare.clock.RunClock` is given.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from .estimate import RunClock, format_duration
+from .clock import RunClock, format_duration
 from .settings import format_number
 
 #: Seconds between two tuning updates when the stream is not a terminal.
