@@ -1,8 +1,8 @@
-"""The estimators: validation, optional feature map, solver call, prediction.
+"""BaseMarginSoftmax: validation, optional feature map, solver call, prediction.
 
-They know no loss formula: :mod:`sklmargin.losses` holds those,
-:mod:`sklmargin.objective` the chain rule and :mod:`sklmargin.solver._lbfgs` the
-L-BFGS runs.
+It knows no loss formula: :mod:`sklmargin.losses` holds those,
+:mod:`sklmargin.objective` the chain rule and :mod:`sklmargin.solver` the
+L-BFGS runs. The linear and kernel classifiers differ only in the feature map.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""The estimators: validation, optional feature map, solver call, prediction.
-
-They know no loss formula: :mod:`sklmargin.losses` holds those,
-:mod:`sklmargin.objective` the chain rule and :mod:`sklmargin.solver._lbfgs` the
-L-BFGS runs.
-"""
+"""MarginSoftmaxClassifier: the margin softmax on the raw features."""
 
 from __future__ import annotations
 
+import textwrap
+
+from ..losses._registry import loss_table_text
 from ._base import BaseMarginSoftmax
 
 
@@ -25,16 +23,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
 
     where ``theta_j`` is the angle between ``x`` and ``w_j``:
 
-    ================  ===========================  ======================
-    ``loss``          target logit ``z_iy``        other logits ``z_ij``
-    ================  ===========================  ======================
-    ``"softmax"``     ``s * <w_y, x>``             ``s * <w_j, x>``
-    ``"normface"``    ``s * cos(theta_y)``         ``s * cos(theta_j)``
-    ``"am-softmax"``  ``s * (cos(theta_y) - m)``   ``s * cos(theta_j)``
-    ``"arcface"``     ``s * cos(theta_y + m)``     ``s * cos(theta_j)``
-    ``"l-softmax"``   ``|w_y| |x| psi(theta_y)``   ``<w_j, x>``
-    ``"a-softmax"``   ``s |x| psi(theta_y)``       ``s |x| cos(theta_j)``
-    ================  ===========================  ======================
+    LOSS_TABLE
 
     (plus ``b_j`` on every logit when ``fit_intercept``), with
     ``psi(theta) = (-1)^k cos(m theta) - 2k``, ``k = floor(m theta / pi)``.
@@ -193,3 +182,9 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+
+
+# The table of losses in the docstring is the registry's (one row per loss).
+MarginSoftmaxClassifier.__doc__ = MarginSoftmaxClassifier.__doc__.replace(
+    "    LOSS_TABLE\n", textwrap.indent(loss_table_text(), "    ") + "\n"
+)

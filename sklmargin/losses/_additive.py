@@ -1,23 +1,14 @@
-"""Margins: everything one loss of the family knows, in one small class each.
+r"""Margins that add to the angle or the cosine, and the margin-free ones.
 
-Every loss shares one pipeline (cosine matrix -> margin transforms -> logit
-scale -> softmax cross-entropy, see :mod:`sklmargin.objective`). A loss
-differs from another only by what its :class:`Margin` says:
+.. math::
 
-* the *target transform* ``f(cos)`` applied to the cosine of the true class,
-  and its derivative (:meth:`Margin.target`);
-* the *non-target transform* of the other cosines, with the state it holds
-  fixed during one L-BFGS run (:meth:`Margin.non_target`; SV-Softmax is a
-  modifier built on it, :class:`sklmargin.losses._support_vectors.SupportVectorGuided`);
-* the per-entry *logit scale*, used by training and prediction alike
-  (:meth:`Margin.logit_scale`): a constant ``s``, ``s |x_i|`` or
-  ``|w_j| |x_i|``;
-* what it normalises, whether the L2 penalty applies, how a fit starts, the
-  domain and defaults of ``m`` and ``s``, and a tuning grid.
+    \text{softmax: } s\langle w_y, x\rangle, \quad
+    \text{NormFace: } s\cos\theta_y, \quad
+    \text{AM-Softmax: } s(\cos\theta_y - m), \quad
+    \text{ArcFace: } s\cos(\theta_y + m)
 
-A new margin is one small subclass of :class:`Margin` plus one line in
-``_REGISTRY`` (or an instance passed as ``loss=``). Nothing outside this module
-tests a loss's name or knows its formula.
+with the other logits :math:`s\cos\theta_j` (softmax: :math:`s\langle w_j,
+x\rangle`). ``MARGINS`` at the end lists the registered instances.
 """
 
 from __future__ import annotations
@@ -183,3 +174,7 @@ class ArcFace(Margin):
             f = np.where(beyond, -2.0 - f, f)
             df = np.where(beyond, -df, df)
         return f, df
+
+
+#: Registered under their ``loss=`` names, in this order (see ``_registry``).
+MARGINS = (Softmax(), NormFace(), AMSoftmax(), ArcFace())

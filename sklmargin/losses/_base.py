@@ -1,4 +1,4 @@
-"""Margins: everything one loss of the family knows, in one small class each.
+"""The Margin base class: everything one loss of the family knows.
 
 Every loss shares one pipeline (cosine matrix -> margin transforms -> logit
 scale -> softmax cross-entropy, see :mod:`sklmargin.objective`). A loss
@@ -15,9 +15,9 @@ differs from another only by what its :class:`Margin` says:
 * what it normalises, whether the L2 penalty applies, how a fit starts, the
   domain and defaults of ``m`` and ``s``, and a tuning grid.
 
-A new margin is one small subclass of :class:`Margin` plus one line in
-``_REGISTRY`` (or an instance passed as ``loss=``). Nothing outside this module
-tests a loss's name or knows its formula.
+A new margin is one small subclass of :class:`Margin` plus one entry in its
+family module's ``MARGINS`` (or an instance passed as ``loss=``). Nothing
+outside ``losses/`` tests a loss's name or knows its formula.
 """
 
 from __future__ import annotations

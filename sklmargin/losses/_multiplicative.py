@@ -1,23 +1,11 @@
-"""Margins: everything one loss of the family knows, in one small class each.
+r"""Multiplicative angular margins: L-Softmax and A-Softmax (SphereFace).
 
-Every loss shares one pipeline (cosine matrix -> margin transforms -> logit
-scale -> softmax cross-entropy, see :mod:`sklmargin.objective`). A loss
-differs from another only by what its :class:`Margin` says:
-
-* the *target transform* ``f(cos)`` applied to the cosine of the true class,
-  and its derivative (:meth:`Margin.target`);
-* the *non-target transform* of the other cosines, with the state it holds
-  fixed during one L-BFGS run (:meth:`Margin.non_target`; SV-Softmax is a
-  modifier built on it, :class:`sklmargin.losses._support_vectors.SupportVectorGuided`);
-* the per-entry *logit scale*, used by training and prediction alike
-  (:meth:`Margin.logit_scale`): a constant ``s``, ``s |x_i|`` or
-  ``|w_j| |x_i|``;
-* what it normalises, whether the L2 penalty applies, how a fit starts, the
-  domain and defaults of ``m`` and ``s``, and a tuning grid.
-
-A new margin is one small subclass of :class:`Margin` plus one line in
-``_REGISTRY`` (or an instance passed as ``loss=``). Nothing outside this module
-tests a loss's name or knows its formula.
+The target logit uses :math:`\psi(\theta) = (-1)^k\cos(m\theta) - 2k`,
+:math:`k = \lfloor m\theta/\pi\rfloor` (monotone on :math:`[0, \pi]`),
+softened by the papers' :math:`\lambda` schedule:
+:math:`f_\lambda = (\lambda\cos\theta + \psi(\theta)) / (1 + \lambda)`.
+L-Softmax's scale is :math:`|w_j||x|`, A-Softmax's :math:`s|x|` with unit
+prototypes. ``MARGINS`` at the end lists the registered instances.
 """
 
 from __future__ import annotations
@@ -184,3 +172,7 @@ class ASoftmax(_MultiplicativeMargin):
     def logit_scale(self, s, norms, w_norm):
         """``s |x_i|``: prototypes are unit, samples keep their norm."""
         return (norms * norms.dtype.type(s))[:, None]
+
+
+#: Registered under their ``loss=`` names, in this order (see ``_registry``).
+MARGINS = (LSoftmax(), ASoftmax())

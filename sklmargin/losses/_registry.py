@@ -1,41 +1,21 @@
-"""Margins: everything one loss of the family knows, in one small class each.
+"""The loss registry: the one list of ``loss=`` names and their margins.
 
-Every loss shares one pipeline (cosine matrix -> margin transforms -> logit
-scale -> softmax cross-entropy, see :mod:`sklmargin.objective`). A loss
-differs from another only by what its :class:`Margin` says:
-
-* the *target transform* ``f(cos)`` applied to the cosine of the true class,
-  and its derivative (:meth:`Margin.target`);
-* the *non-target transform* of the other cosines, with the state it holds
-  fixed during one L-BFGS run (:meth:`Margin.non_target`; SV-Softmax is a
-  modifier built on it, :class:`sklmargin.losses._support_vectors.SupportVectorGuided`);
-* the per-entry *logit scale*, used by training and prediction alike
-  (:meth:`Margin.logit_scale`): a constant ``s``, ``s |x_i|`` or
-  ``|w_j| |x_i|``;
-* what it normalises, whether the L2 penalty applies, how a fit starts, the
-  domain and defaults of ``m`` and ``s``, and a tuning grid.
-
-A new margin is one small subclass of :class:`Margin` plus one line in
-``_REGISTRY`` (or an instance passed as ``loss=``). Nothing outside this module
-tests a loss's name or knows its formula.
+Estimators resolve ``loss=`` with :func:`get_margin`; the tests, the fuzzer,
+``compare``'s model list and the documentation's loss tables iterate over
+:func:`registered_margins` (the estimator docstrings' table comes from
+:func:`loss_table_text`). The instances themselves are listed by their family
+modules (``MARGINS`` in ``_additive`` and ``_multiplicative``).
 """
 
 from __future__ import annotations
 
-from ._additive import AMSoftmax, ArcFace, NormFace, Softmax
+from . import _additive, _multiplicative
 from ._base import Margin
-from ._multiplicative import ASoftmax, LSoftmax
 
+# Each family module lists its registered instances (``MARGINS``) beside the
+# classes: a loss added to a family is its class plus one entry there.
 _REGISTRY: dict[str, Margin] = {
-    margin.name: margin
-    for margin in (
-        Softmax(),
-        NormFace(),
-        AMSoftmax(),
-        ArcFace(),
-        LSoftmax(),
-        ASoftmax(),
-    )
+    margin.name: margin for margin in (*_additive.MARGINS, *_multiplicative.MARGINS)
 }
 
 
@@ -86,3 +66,30 @@ def get_margin(loss):
             f"{', '.join(map(repr, LOSS_NAMES))}."
         )
     return _REGISTRY[key]
+
+
+def loss_table_text():
+    """Return the loss table of the estimators' docstrings (reStructuredText).
+
+    One row per registered margin, from its ``logits_text``: the table in
+    ``help(MarginSoftmaxClassifier)`` cannot drift from the registry.
+
+    Returns
+    -------
+    str
+        A simple table, unindented.
+    """
+    header = ("``loss``", "target logit ``z_iy``", "other logits ``z_ij``")
+    rows = [
+        (f'``"{m.name}"``', f"``{m.logits_text[0]}``", f"``{m.logits_text[1]}``")
+        for m in registered_margins()
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(3)]
+    rule = "  ".join("=" * w for w in widths)
+
+    def line(cells):
+        return "  ".join(
+            c.ljust(w) for c, w in zip(cells, widths, strict=True)
+        ).rstrip()
+
+    return "\n".join([rule, line(header), rule, *map(line, rows), rule])

@@ -1,11 +1,11 @@
-"""The margin-softmax objective in two layers, as scikit-learn's ``_loss`` does.
+"""The chain rule to the parameters, and predict's margin-free logits.
 
-1. *Pointwise* (:func:`margin_softmax_loss`): from the (n, K) matrix of cosines
-   (raw logits for ``loss="softmax"``) to the weighted mean cross-entropy of the
-   margin logits and its gradient with respect to the cosines.
-2. *Chain rule to parameters* (:class:`LinearMarginObjective`): cosines
-   ``C = X_hat W_hat^T`` from the coefficients, one GEMM forward and one GEMM back,
-   the projection that normalised prototypes need, the bias and the L2 penalty.
+:class:`LinearMarginObjective` (the in-memory
+:class:`~sklmargin.objective.MarginObjective`): cosines
+``C = X_hat W_hat^T`` from the coefficients, one GEMM forward and one GEMM
+back, the projection that normalised prototypes need, the bias and the L2
+penalty. :func:`margin_free_logits` is what predict computes from the fitted
+attributes, with the same cosine function and logit scale as training.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The margin-softmax objective in two layers, as scikit-learn's ``_loss`` does.
+"""The pointwise layer of the objective, as scikit-learn's ``_loss`` does it.
 
-1. *Pointwise* (:func:`margin_softmax_loss`): from the (n, K) matrix of cosines
-   (raw logits for ``loss="softmax"``) to the weighted mean cross-entropy of the
-   margin logits and its gradient with respect to the cosines.
-2. *Chain rule to parameters* (:class:`LinearMarginObjective`): cosines
-   ``C = X_hat W_hat^T`` from the coefficients, one GEMM forward and one GEMM back,
-   the projection that normalised prototypes need, the bias and the L2 penalty.
+:func:`margin_softmax_loss` (public) and :func:`pointwise_loss_gradient` go
+from the ``(n, K)`` matrix of cosines (raw logits for ``loss="softmax"``) to
+the weighted mean cross-entropy of the margin logits and its gradient with
+respect to the cosines (and the bias, and the logit scale where it depends on
+``|w|``); :func:`checked_logit_scale` refuses a scale the dtype cannot hold.
+The chain rule to the parameters is :mod:`sklmargin.objective._linear`'s.
 """
 
 from __future__ import annotations
