@@ -88,13 +88,15 @@ def legacy_names(qualified_name):
         class's module (empty for a class that did not move).
     """
     module, _, name = qualified_name.rpartition(".")
-    direct = [f"{old}.{name}" for old, new in LEGACY_MODULES.items() if new == module]
-    if direct:  # the class's own module moved whole
-        return direct
-    # A split module maps to a package, which answers for what it re-exports.
+    # The class's own module, moved whole; and a split module, now a package
+    # that answers for what it re-exports (SupportVectorGuided lived in
+    # ``_margins`` before ``_modifiers``).
     return [
         f"{old}.{name}"
         for old, new in LEGACY_MODULES.items()
-        if module.startswith(new + ".")
-        and name in getattr(importlib.import_module(new), "__all__", ())
+        if new == module
+        or (
+            module.startswith(new + ".")
+            and name in getattr(importlib.import_module(new), "__all__", ())
+        )
     ]
