@@ -13,6 +13,11 @@ and correct (possibly slower, or with less precise parameter messages):
 * ``HalfMultinomialLoss`` (:mod:`sklearn._loss.loss`) is a compiled, fused
   softmax cross-entropy; ``None`` when it cannot be imported, and the objective
   then uses its numpy version (it also probes the compiled one against numpy).
+* ``array_api_compat``: the package when installed (``pip install
+  sklmargin[array-api]``), else the copy scikit-learn vendors in
+  ``sklearn.externals`` (scikit-learn 1.4 to 1.9 at least; 1.9.1 ships
+  array-api-compat 1.15), else None, and array API inputs then take the NumPy
+  path (:mod:`sklmargin._array_api`).
 
 Sample weights are validated by :func:`sklmargin._utils.validation.check_weights`,
 written on public API only.
@@ -64,4 +69,18 @@ try:
 except ImportError:  # pragma: no cover - only on a scikit-learn without it
     HalfMultinomialLoss = None
 
-__all__ = ["HalfMultinomialLoss", "Interval", "StrOptions", "fit_context"]
+try:
+    import array_api_compat
+except ImportError:  # pragma: no cover - the package is an optional extra
+    try:
+        from sklearn.externals import array_api_compat
+    except ImportError:
+        array_api_compat = None
+
+__all__ = [
+    "HalfMultinomialLoss",
+    "Interval",
+    "StrOptions",
+    "array_api_compat",
+    "fit_context",
+]

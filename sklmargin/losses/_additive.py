@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._base import Margin, _clip_cos, _real, _sin_from_cos
+from ._base import Margin, _clip_cos, _namespace, _real, _sin_from_cos
 
 
 class _NoMargin(Margin):
@@ -31,7 +31,9 @@ class _NoMargin(Margin):
         return m
 
     def target(self, cos_y, m, lam=0.0):
-        return cos_y.copy(), np.ones_like(cos_y)
+        xp = _namespace(cos_y)
+        copy = cos_y.copy() if xp is np else xp.asarray(cos_y, copy=True)
+        return copy, xp.ones_like(cos_y)
 
 
 class Softmax(_NoMargin):
@@ -111,7 +113,7 @@ class AMSoftmax(Margin):
         return m
 
     def target(self, cos_y, m, lam=0.0):
-        return cos_y - m, np.ones_like(cos_y)
+        return cos_y - m, _namespace(cos_y).ones_like(cos_y)
 
 
 class ArcFace(Margin):
@@ -162,7 +164,8 @@ class ArcFace(Margin):
         return m
 
     def target(self, cos_y, m, lam=0.0):
-        c = np.clip(cos_y, -1.0, 1.0)
+        xp = _namespace(cos_y)
+        c = xp.clip(cos_y, -1.0, 1.0)
         sin_theta = _sin_from_cos(c)
         cos_m, sin_m = math.cos(m), math.sin(m)
         f = c * cos_m - sin_theta * sin_m
@@ -170,9 +173,9 @@ class ArcFace(Margin):
         df = cos_m + c_clip * (sin_m / _sin_from_cos(c_clip))
         # theta + m > pi  <=>  c < cos(pi - m) = -cos(m): reflect (k = 1).
         beyond = c < -cos_m
-        if np.any(beyond):
-            f = np.where(beyond, -2.0 - f, f)
-            df = np.where(beyond, -df, df)
+        if xp.any(beyond):
+            f = xp.where(beyond, -2.0 - f, f)
+            df = xp.where(beyond, -df, df)
         return f, df
 
 

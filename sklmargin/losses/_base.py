@@ -27,6 +27,8 @@ import numbers
 
 import numpy as np
 
+from .._utils.compat import array_api_compat
+
 # Cosines are clipped this far inside [-1, 1] before anything divides by
 # sin(theta) = sqrt(1 - c**2): the derivative of arccos is infinite at +-1, and a
 # sample exactly parallel to its prototype must give a finite (if large) slope,
@@ -34,13 +36,37 @@ import numpy as np
 _COS_CLIP = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-6}
 
 
+def _namespace(array):
+    """NumPy for an ndarray, else the array's array API namespace.
+
+    The margins are written once against this namespace: a NumPy input runs
+    the very NumPy functions it always ran (``np.clip`` is ``xp.clip`` for
+    ``xp = np``), a torch or CuPy input runs the same formulas on its device
+    (:mod:`sklmargin.objective._namespace`).
+    """
+    if isinstance(array, np.ndarray):
+        return np
+    return array_api_compat.array_namespace(array)
+
+
+def _as_dtype(array, dtype):
+    """``array`` cast to ``dtype`` (``astype`` for NumPy, ``xp.astype`` else)."""
+    if isinstance(array, np.ndarray):
+        return array.astype(dtype)
+    return _namespace(array).astype(array, dtype)
+
+
 def _clip_cos(cos):
-    eps = _COS_CLIP.get(cos.dtype, 1e-12)
-    return np.clip(cos, -1.0 + eps, 1.0 - eps)
+    xp = _namespace(cos)
+    if xp is np:
+        eps = _COS_CLIP.get(cos.dtype, 1e-12)
+    else:
+        eps = 1e-6 if cos.dtype == xp.float32 else 1e-12
+    return xp.clip(cos, -1.0 + eps, 1.0 - eps)
 
 
 def _sin_from_cos(cos_clipped):
-    return np.sqrt((1.0 - cos_clipped) * (1.0 + cos_clipped))
+    return _namespace(cos_clipped).sqrt((1.0 - cos_clipped) * (1.0 + cos_clipped))
 
 
 class Margin:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ._base import Margin, _clip_cos, _real, _sin_from_cos
+from ._base import Margin, _as_dtype, _clip_cos, _namespace, _real, _sin_from_cos
 
 
 def multiplicative_angular_margin(theta, m):
@@ -48,11 +48,14 @@ def multiplicative_angular_margin(theta, m):
     Liu et al., "Large-Margin Softmax Loss for Convolutional Neural Networks",
     ICML 2016, arXiv:1612.02295.
     """
+    xp = _namespace(theta)
     m_theta = m * theta
-    k = np.minimum(np.floor(m_theta / math.pi), math.ceil(m) - 1)
-    sign = 1.0 - 2.0 * np.mod(k, 2.0)
-    psi = sign * np.cos(m_theta) - 2.0 * k
-    dpsi = -sign * m * np.sin(m_theta)
+    # float(): the same value as the int for NumPy, and a scalar every
+    # namespace accepts; np.remainder is np.mod.
+    k = xp.minimum(xp.floor(m_theta / math.pi), float(math.ceil(m) - 1))
+    sign = 1.0 - 2.0 * xp.remainder(k, 2.0)
+    psi = sign * xp.cos(m_theta) - 2.0 * k
+    dpsi = -sign * m * xp.sin(m_theta)
     return psi, dpsi
 
 
@@ -92,11 +95,13 @@ class _MultiplicativeMargin(Margin):
         return m
 
     def target(self, cos_y, m, lam=0.0):
+        xp = _namespace(cos_y)
         c_clip = _clip_cos(cos_y)
-        theta = np.arccos(c_clip)
+        # NumPy < 2 has no np.acos.
+        theta = np.arccos(c_clip) if xp is np else xp.acos(c_clip)
         psi, dpsi_dtheta = multiplicative_angular_margin(theta, m)
         dpsi_dc = dpsi_dtheta / -_sin_from_cos(c_clip)
-        c = np.clip(cos_y, -1.0, 1.0)
+        c = xp.clip(cos_y, -1.0, 1.0)
         f = (lam * c + psi) / (1.0 + lam)
         df = (lam + dpsi_dc) / (1.0 + lam)
         return f, df
@@ -133,7 +138,7 @@ class LSoftmax(_MultiplicativeMargin):
 
     def logit_scale(self, s, norms, w_norm):
         """``|x_i| |w_j|``: the logits are the raw inner products."""
-        return norms[:, None] * w_norm.astype(norms.dtype)[None, :]
+        return norms[:, None] * _as_dtype(w_norm, norms.dtype)[None, :]
 
 
 class ASoftmax(_MultiplicativeMargin):
@@ -171,7 +176,9 @@ class ASoftmax(_MultiplicativeMargin):
 
     def logit_scale(self, s, norms, w_norm):
         """``s |x_i|``: prototypes are unit, samples keep their norm."""
-        return (norms * norms.dtype.type(s))[:, None]
+        if isinstance(norms, np.ndarray):
+            return (norms * norms.dtype.type(s))[:, None]
+        return (norms * float(s))[:, None]  # a Python float keeps the dtype
 
 
 #: Registered under their ``loss=`` names, in this order (see ``_registry``).

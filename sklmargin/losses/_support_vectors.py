@@ -12,6 +12,8 @@ import numbers
 
 import numpy as np
 
+from .._utils.compat import array_api_compat
+
 
 def check_t(t):
     """Validate the SV-Softmax parameter ``t >= 1`` and return it as a float."""
@@ -74,8 +76,14 @@ class SupportVectorGuided:
 
     def non_target_state(self, cos, y, f_y):
         """Support-vector mask ``cos_ik > f(cos_iy)`` off the target column."""
-        mask = cos > f_y.astype(cos.dtype)[:, None]
-        mask[np.arange(cos.shape[0]), y] = False
+        if isinstance(cos, np.ndarray):
+            mask = cos > f_y.astype(cos.dtype)[:, None]
+            mask[np.arange(cos.shape[0]), y] = False
+        else:  # an array API namespace: no fancy-index assignment
+            xp = array_api_compat.array_namespace(cos)
+            mask = cos > xp.astype(f_y, cos.dtype)[:, None]
+            classes = xp.arange(cos.shape[1], device=array_api_compat.device(y))
+            mask = mask & (y[:, None] != classes[None, :])
         base_state = self.base.non_target_state(cos, y, f_y)
         return mask if base_state is None else (mask, base_state)
 
@@ -86,6 +94,12 @@ class SupportVectorGuided:
             h0, dh0 = self.base.non_target(cos, base_state)
         else:
             mask, h0, dh0 = state, cos, None
+        if not isinstance(cos, np.ndarray):  # array API: no in-place updates
+            xp = array_api_compat.array_namespace(cos)
+            boost = xp.astype(mask, cos.dtype) * (self.t - 1.0)
+            h = h0 * (1.0 + boost) + boost
+            dh = boost + 1.0 if dh0 is None else (boost + 1.0) * dh0
+            return h, dh
         boost = mask.astype(cos.dtype)
         boost *= cos.dtype.type(self.t - 1.0)
         h = h0 * (1.0 + boost)
