@@ -17,7 +17,7 @@ and correct (possibly slower, or with less precise parameter messages):
   sklmargin[array-api]``), else the copy scikit-learn vendors in
   ``sklearn.externals`` (scikit-learn 1.4 to 1.9 at least; 1.9.1 ships
   array-api-compat 1.15), else None, and array API inputs then take the NumPy
-  path (:mod:`sklmargin._array_api`).
+  path (:mod:`sklmargin._utils.array_api`).
 
 Sample weights are validated by :func:`sklmargin._utils.validation.check_weights`,
 written on public API only.

@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.array_api import fitted_on_device, host_inputs, input_namespace
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import (
@@ -94,6 +95,26 @@ class BaseMarginSoftmax(
 
     def _map_features(self, X):
         return X
+
+    def _fit_feature_map_namespace(self, X, sample_weight, xp, device):
+        """:meth:`_fit_feature_map` for array API rows (:mod:`._namespace`)."""
+        return X
+
+    def _map_features_namespace(self, X, xp, device):
+        """:meth:`_map_features` for array API rows."""
+        return X
+
+    def _array_api_predict(self, X, method):
+        """``method(X)`` on array API input (or a model fitted on a device).
+
+        None for NumPy input to a NumPy model: the caller's NumPy code runs.
+        """
+        namespace = input_namespace(X)
+        if namespace is None and not fitted_on_device(self):
+            return None
+        from ._namespace import predict_array_api
+
+        return predict_array_api(self, method, X, namespace)
 
     def _fold_features(self, X_train, sample_weight, X_test):
         """``(feature_map, training features, held-out features)`` of a CV fold.
@@ -176,6 +197,12 @@ class BaseMarginSoftmax(
         """
         if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
             return dask.fit_dask(self, X, y, sample_weight)
+        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+            from ._namespace import fit_array_api
+
+            return fit_array_api(self, X, y, sample_weight, *namespace)
+        # Labels and weights follow a NumPy X (array API ones under dispatch).
+        y, sample_weight = host_inputs(y, sample_weight)
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
             X, y, sample_weight
@@ -349,6 +376,8 @@ class BaseMarginSoftmax(
         """
         if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
             return dask.predict_dask(self, "decision_function", X)
+        if (routed := self._array_api_predict(X, "decision_function")) is not None:
+            return routed
         logits = self._logits(X)
         if logits.shape[1] == 2:
             return logits[:, 1] - logits[:, 0]
@@ -367,6 +396,8 @@ class BaseMarginSoftmax(
         """
         if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
             return dask.predict_dask(self, "predict", X)
+        if (routed := self._array_api_predict(X, "predict")) is not None:
+            return routed
         logits = self._logits(X)
         return self.classes_[np.argmax(logits, axis=1)]
 
@@ -383,6 +414,8 @@ class BaseMarginSoftmax(
         """
         if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
             return dask.predict_dask(self, "predict_proba", X)
+        if (routed := self._array_api_predict(X, "predict_proba")) is not None:
+            return routed
         return predicted_probabilities(self._logits(X))
 
     def predict_log_proba(self, X):
@@ -403,10 +436,15 @@ class BaseMarginSoftmax(
         """
         if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
             return dask.predict_dask(self, "predict_log_proba", X)
+        if (routed := self._array_api_predict(X, "predict_log_proba")) is not None:
+            return routed
         logits = self._logits(X)
         return np.log(predicted_probabilities(logits))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        # Fit and predict in the input's namespace under array_api_dispatch
+        # (torch, CuPy, array-api-strict; sklmargin.estimators._namespace).
+        tags.array_api_support = True
         return tags

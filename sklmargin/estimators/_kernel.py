@@ -253,6 +253,24 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     def _map_features(self, X):
         return self.feature_map_.transform(self._map_input(X, self.compute_dtype_))
 
+    def _fit_feature_map_namespace(self, X, sample_weight, xp, device):
+        from .._utils.array_api import numpy_dtype
+        from ..features._namespace import fit_map_namespace, transform_namespace
+
+        dtype = self._resolve_compute_dtype(X.shape[0], numpy_dtype(X.dtype))
+        X = xp.astype(X, getattr(xp, dtype.name))
+        self.compute_dtype_ = dtype.name
+        self.feature_map_ = fit_map_namespace(
+            self._new_feature_map(), X, sample_weight, xp, device
+        )
+        return transform_namespace(self.feature_map_, X, xp, device)
+
+    def _map_features_namespace(self, X, xp, device):
+        from ..features._namespace import transform_namespace
+
+        X = xp.astype(X, getattr(xp, self.compute_dtype_))
+        return transform_namespace(self.feature_map_, X, xp, device)
+
     def _fold_features(self, X_train, sample_weight, X_test):
         feature_map, dtype, X_train = self._fitted_map(X_train, sample_weight)
         return (

@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
+from .._utils.array_api import input_namespace, to_numpy_weights
 from .._utils.blocks import rows_per_block
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -252,6 +253,12 @@ class RandomFourierFeatures(
         self : RandomFourierFeatures
             The fitted transformer.
         """
+        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+            from ._namespace import fit_map_namespace
+
+            return fit_map_namespace(
+                self, X, to_numpy_weights(sample_weight, X.shape[0]), *namespace
+            )
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         sample_weight = check_weights(sample_weight, X.shape[0])
         n_features = X.shape[1]
@@ -289,6 +296,10 @@ class RandomFourierFeatures(
             ``[cos, sin]`` features (plus one random-phase cosine for odd widths),
             float32 for float32 input, float64 otherwise.
         """
+        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+            from ._namespace import transform_namespace
+
+            return transform_namespace(self, X, *namespace)
         check_is_fitted(self)
         X = validate_data(
             self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False

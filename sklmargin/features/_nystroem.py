@@ -21,6 +21,7 @@ from sklearn.base import (
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.array_api import input_namespace, to_numpy_weights
 from .._utils.blocks import rows_per_block
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -217,6 +218,12 @@ class NystroemFeatures(
         self : NystroemFeatures
             The fitted transformer.
         """
+        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+            from ._namespace import fit_map_namespace
+
+            return fit_map_namespace(
+                self, X, to_numpy_weights(sample_weight, X.shape[0]), *namespace
+            )
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         sample_weight = check_weights(sample_weight, X.shape[0])
         rng = check_random_state(self.random_state)
@@ -281,6 +288,10 @@ class NystroemFeatures(
         X_new : ndarray of shape (n_samples, n_components_)
             float32 for float32 input, float64 otherwise.
         """
+        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+            from ._namespace import transform_namespace
+
+            return transform_namespace(self, X, *namespace)
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         dtype = X.dtype

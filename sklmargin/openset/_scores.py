@@ -160,6 +160,8 @@ class OpenSetScoreMixin:
         ndarray of shape (n_samples,)
             In float64, at most 0.
         """
+        if (routed := self._array_api_predict(X, "score_samples")) is not None:
+            return routed
         return margin_softmax_score_samples(self, X)
 
 

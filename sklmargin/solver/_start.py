@@ -133,6 +133,8 @@ def optimal_intercept(objective, params):
 
 def _intercept_problem(objective, params):
     """``f(b) -> (value, gradient)``: the objective over the bias, prototypes fixed."""
+    if hasattr(objective, "fixed_cosine_problem"):  # array API objective
+        return objective.fixed_cosine_problem(params)
     if not isinstance(objective, LinearMarginObjective):
 
         def through_full_objective(bias):

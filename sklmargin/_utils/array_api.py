@@ -1,0 +1,204 @@
+"""Array API helpers: which namespace an input lives in, and moving arrays.
+
+With ``sklearn.set_config(array_api_dispatch=True)`` the estimators fit and
+predict on array API inputs (torch tensors, array-api-strict arrays, CuPy
+arrays) in their own namespace and on their own device
+(:mod:`sklmargin.estimators._namespace`). This module holds the few things every part
+of that path needs, written as small own helpers rather than scikit-learn's
+private ones:
+
+* :func:`input_namespace` tells a NumPy input (``None``: the NumPy code runs,
+  unchanged) from an array API input, and returns its namespace and device;
+* :func:`to_numpy` and :func:`to_device` move arrays between the host and a
+  device (DLPack first, the library's own conversion otherwise);
+* :func:`check_on` refuses an array from another namespace or device with an
+  error that names it.
+
+The namespace comes from ``array_api_compat`` (the package when installed,
+else the copy scikit-learn vendors, see :mod:`sklmargin._compat`); nothing here
+imports torch, CuPy or array-api-strict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from sklearn import get_config
+
+from .compat import array_api_compat
+
+# Row blocks of namespace computations that need a float64 copy of the rows
+# stay below this many bytes (as the NumPy code's blocks).
+_BLOCK_BYTES = 32 * 2**20
+
+
+def dispatch_enabled():
+    """Whether ``sklearn.set_config(array_api_dispatch=True)`` is in force."""
+    return bool(get_config().get("array_api_dispatch", False))
+
+
+def _is_host(array):
+    """NumPy arrays, scalars, lists, sparse matrices, pandas objects, None."""
+    if array is None or isinstance(array, (np.ndarray, np.generic, list, tuple)):
+        return True
+    if sparse.issparse(array) or array_api_compat is None:
+        return True
+    return array_api_compat.is_numpy_array(array) or not (
+        array_api_compat.is_array_api_obj(array)
+    )
+
+
+def input_namespace(X):
+    """``(xp, device)`` of an array API input under dispatch, else None.
+
+    None for NumPy arrays, sparse matrices, lists and data frames, and for any
+    input while dispatch is off (scikit-learn then converts it with
+    ``np.asarray``, its usual behaviour): those take the NumPy code path,
+    which this check leaves as it was (one ``isinstance`` for an ndarray).
+    """
+    if isinstance(X, np.ndarray) or _is_host(X) or not dispatch_enabled():
+        return None
+    xp = array_api_compat.array_namespace(X)
+    return xp, array_api_compat.device(X)
+
+
+def namespace_name(array):
+    """Short name of an array's library, for error messages."""
+    if _is_host(array):
+        return "numpy" if array is not None else "None"
+    return array_api_compat.array_namespace(array).__name__.replace(
+        "array_api_compat.", ""
+    )
+
+
+def check_on(name, array, xp, device):
+    """Raise ValueError naming ``name`` unless ``array`` is host data or on ``device``.
+
+    Host data (NumPy, lists) are accepted: the caller moves them. An array of
+    another array API namespace or on another device is refused: scikit-learn
+    moves such inputs silently, and sklmargin names them instead.
+    """
+    if _is_host(array):
+        return
+    other = array_api_compat.array_namespace(array)
+    if other is not xp:
+        raise ValueError(
+            f"{name} is a {namespace_name(array)} array but X is a "
+            f"{xp.__name__.replace('array_api_compat.', '')} array: pass {name} "
+            "as a NumPy array or in X's namespace, on X's device."
+        )
+    other_device = array_api_compat.device(array)
+    if other_device != device:
+        raise ValueError(
+            f"{name} is on device {other_device!r} but X is on {device!r}: "
+            f"move {name} to X's device first."
+        )
+
+
+def to_numpy(array):
+    """Return a NumPy copy (or view) of ``array`` on the host; NumPy as is."""
+    if _is_host(array):
+        return np.asarray(array)
+    if array_api_compat.is_torch_array(array):
+        return array.detach().cpu().numpy()
+    if array_api_compat.is_cupy_array(array):  # pragma: no cover - needs a GPU
+        return array.get()
+    xp = array_api_compat.array_namespace(array)
+    if xp.__name__ == "array_api_strict":
+        return np.asarray(xp.asarray(array, device=xp.Device("CPU_DEVICE")))
+    try:
+        return np.from_dlpack(array)
+    except (AttributeError, TypeError, BufferError, RuntimeError, ValueError):
+        return np.asarray(array)
+
+
+def to_device(array, xp, device, dtype=None):
+    """``array`` (NumPy or already in ``xp``) as an ``xp`` array on ``device``."""
+    if dtype is not None and isinstance(array, np.ndarray):
+        array = array.astype(numpy_dtype(dtype), copy=False)
+    if not _is_host(array):
+        if array_api_compat.array_namespace(array) is not xp:
+            array = to_numpy(array)
+        elif array_api_compat.device(array) != device:
+            array = xp.asarray(array, device=device, copy=True)
+    result = xp.asarray(array, device=device)
+    if dtype is not None and result.dtype != dtype:
+        result = xp.astype(result, dtype)
+    return result
+
+
+def numpy_dtype(dtype):
+    """Return the NumPy dtype of the same name as an array API dtype."""
+    if isinstance(dtype, np.dtype):
+        return dtype
+    name = str(dtype).rsplit(".", 1)[-1]
+    return np.dtype(name)
+
+
+def float64_supported(xp, device):
+    """Whether ``device`` computes in float64 (not Apple's MPS, for one)."""
+    try:
+        xp.zeros(1, dtype=xp.float64, device=device)
+    except (TypeError, RuntimeError, ValueError):  # pragma: no cover - needs MPS
+        return False
+    return True
+
+
+def row_block(n_rows, row_bytes):
+    """Rows per block so that one block stays below the block budget."""
+    return max(1, min(n_rows, _BLOCK_BYTES // max(1, row_bytes)))
+
+
+def row_slices(n_rows, row_bytes):
+    """Consecutive row slices of at most :func:`row_block` rows."""
+    block = row_block(n_rows, row_bytes)
+    return [
+        slice(start, min(start + block, n_rows)) for start in range(0, n_rows, block)
+    ]
+
+
+def one_hot(y, n_classes, xp, dtype):
+    """``(n_samples, n_classes)`` indicator of the labels, in ``dtype``."""
+    classes = xp.arange(n_classes, device=array_api_compat.device(y))
+    return xp.astype(y[:, None] == classes[None, :], dtype)
+
+
+def take_target(matrix, y, xp):
+    """``matrix[i, y_i]`` for every row (a gather, not fancy indexing)."""
+    return xp.take_along_axis(matrix, y[:, None], axis=1)[:, 0]
+
+
+def fitted_on_device(estimator):
+    """Whether ``estimator`` was fitted on array API inputs (``coef_`` not NumPy)."""
+    coef = getattr(estimator, "coef_", None)
+    return coef is not None and not isinstance(coef, np.ndarray)
+
+
+def host_inputs(y, sample_weight):
+    """``y`` and ``sample_weight`` on the host when they are array API arrays.
+
+    A NumPy ``X`` under dispatch takes the NumPy path, and its labels and
+    weights follow it there, as scikit-learn moves them to ``X``'s namespace
+    (``n`` numbers each; documented). Without dispatch they are left to
+    scikit-learn's usual ``np.asarray``.
+    """
+    if (y is None or isinstance(y, np.ndarray)) and (
+        sample_weight is None or isinstance(sample_weight, np.ndarray)
+    ):
+        return y, sample_weight
+    if not dispatch_enabled():
+        return y, sample_weight
+    y = y if _is_host(y) else to_numpy(y)
+    if not _is_host(sample_weight):
+        sample_weight = to_numpy(sample_weight)
+    return y, sample_weight
+
+
+def to_numpy_weights(sample_weight, n_samples):
+    """Return validated host weights (float64) from any namespace, or None."""
+    if sample_weight is None:
+        return None
+    from .validation import check_weights
+
+    weights = sample_weight if _is_host(sample_weight) else to_numpy(sample_weight)
+    return check_weights(weights, n_samples)
