@@ -1,9 +1,17 @@
 """Test session settings and shared data."""
 
-import pytest
-from sklearn.datasets import load_digits
-from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
+import os
+
+# scikit-learn's array_api_dispatch refuses to run without scipy's array API
+# mode, which scipy reads when it is first imported: set it before anything
+# imports scipy (tests/test_array_api.py and the conformance suite's array API
+# checks, which skip without it). NumPy inputs are unaffected.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import pytest  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")

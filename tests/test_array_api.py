@@ -1,0 +1,275 @@
+"""Fit and predict on array API inputs (array-api-strict, torch cpu).
+
+Each namespace test skips, naming the package, when it is not installed
+(``pip install sklmargin[array-api]`` and torch), and all of them skip when
+scipy's array API mode is off (``SCIPY_ARRAY_API=1``, set by conftest.py before
+scipy is imported; scikit-learn refuses dispatch without it).
+
+Equality with the NumPy fit is tested where the NumPy fit itself is stable
+under round-off: a 2-ulp perturbation of ``X`` moves the NumPy fit's
+probabilities by up to 5e-2 for A-Softmax (float64) and by 1e-2 for every
+float32 cosine loss (tol * s stops L-BFGS on a path that round-off decides),
+so there the objective itself is compared instead, at the same parameters.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+
+from sklmargin import (
+    KernelMarginSoftmaxClassifier,
+    MarginSoftmaxClassifier,
+    NystroemFeatures,
+    RandomFourierFeatures,
+)
+from sklmargin._utils.array_api import to_numpy
+from sklmargin.losses import registered_margins
+from sklmargin.losses._support_vectors import with_support_vectors
+from sklmargin.objective import LinearMarginObjective
+from sklmargin.objective._rows import prepare_rows
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SCIPY_ARRAY_API") != "1",
+    reason="scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1 "
+    "set before scipy is imported",
+)
+
+
+def _namespace(name):
+    """``(xp, device)`` of a test namespace; skips when the package is absent."""
+    if name == "array_api_strict":
+        xp = pytest.importorskip(
+            "array_api_strict", reason="array-api-strict is not installed"
+        )
+        return xp, xp.Device("CPU_DEVICE")
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    torch.set_num_threads(1)  # as the suite's single-threaded BLAS
+    return torch, "cpu"
+
+
+NAMESPACES = ["array_api_strict", "torch"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(
+        n_samples=300, n_features=8, n_informative=5, n_classes=3, random_state=0
+    )
+    return StandardScaler().fit_transform(X), y
+
+
+def _fit_both(estimator, X, y, xp, device):
+    reference = clone(estimator).fit(X, y)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(estimator).fit(xp.asarray(X, device=device), xp.asarray(y))
+    return reference, fitted
+
+
+# Configurations whose NumPy fit is stable under round-off (module docstring).
+STABLE_FLOAT64 = [
+    MarginSoftmaxClassifier(loss=name, random_state=0)
+    for name in ("softmax", "normface", "am-softmax", "arcface", "l-softmax")
+] + [
+    MarginSoftmaxClassifier(loss="arcface", t=1.2, random_state=0),
+    KernelMarginSoftmaxClassifier(n_components=100, random_state=0),
+    KernelMarginSoftmaxClassifier(
+        kernel_approximation="orf", n_components=100, random_state=0
+    ),
+]
+STABLE_FLOAT32 = [
+    MarginSoftmaxClassifier(loss="softmax", random_state=0),
+    MarginSoftmaxClassifier(loss="l-softmax", random_state=0),
+    KernelMarginSoftmaxClassifier(
+        loss="softmax", n_components=100, compute_dtype="float32", random_state=0
+    ),
+]
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+@pytest.mark.parametrize(
+    "estimator, dtype, bound",
+    [(est, np.float64, 1e-8) for est in STABLE_FLOAT64]
+    + [(est, np.float32, 1e-4) for est in STABLE_FLOAT32],
+    ids=lambda value: repr(value)[:60] if not isinstance(value, float) else None,
+)
+def test_fit_and_predict_equal_the_numpy_fit(data, namespace, estimator, dtype, bound):
+    xp, device = _namespace(namespace)
+    X, y = data
+    X = X.astype(dtype)
+    reference, fitted = _fit_both(estimator, X, y, xp, device)
+    X_xp = xp.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        outputs = {
+            method: getattr(fitted, method)(X_xp)
+            for method in (
+                "predict",
+                "predict_proba",
+                "predict_log_proba",
+                "decision_function",
+                "score_samples",
+            )
+        }
+    for method, output in outputs.items():
+        assert type(output) is type(X_xp), method
+        assert output.device == X_xp.device, method
+    proba = to_numpy(outputs["predict_proba"])
+    assert proba.dtype == dtype
+    assert np.max(np.abs(proba - reference.predict_proba(X))) <= bound
+    np.testing.assert_array_equal(to_numpy(outputs["predict"]), reference.predict(X))
+    np.testing.assert_allclose(
+        to_numpy(outputs["predict_log_proba"]), np.log(proba), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        to_numpy(outputs["score_samples"]),
+        reference.score_samples(X),
+        atol=1e3 * bound,
+    )
+    # Fitted arrays live on X's device, in the NumPy fit's dtype.
+    for name in ("coef_", "intercept_", "constant_coef_"):
+        attribute = getattr(fitted, name)
+        assert type(attribute) is type(X_xp)
+        assert to_numpy(attribute).dtype == getattr(reference, name).dtype
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("t", [1.0, 1.2])
+@pytest.mark.parametrize("margin", registered_margins(), ids=lambda m: m.name)
+def test_objective_equals_the_numpy_objective(data, namespace, dtype, t, margin):
+    """Loss, gradient and SV state at the same parameters, every loss."""
+    from sklmargin._utils.compat import array_api_compat
+    from sklmargin.estimators._namespace import namespace_prepare_rows
+    from sklmargin.objective._namespace import NamespaceMarginObjective
+
+    xp, device = _namespace(namespace)
+    X, y = data
+    X = X.astype(dtype)
+    margin = with_support_vectors(margin, t)
+    m, s = margin.resolve(None, None)
+    constant = 0.7 if margin.normalizes_X else 0.0
+    weights = np.linspace(0.5, 2.0, X.shape[0])
+    reference = LinearMarginObjective(
+        prepare_rows(X, normalize=margin.uses_angle, constant=constant),
+        y, 3, weights, margin, m, s, 0.5, True,
+    )  # fmt: skip
+    X_xp = xp.asarray(X, device=device)
+    namespace_xp = array_api_compat.array_namespace(X_xp)
+    rows = namespace_prepare_rows(
+        X_xp, namespace_xp, normalize=margin.uses_angle, constant=constant
+    )
+    objective = NamespaceMarginObjective(
+        rows, xp.asarray(y, device=device), 3, weights, margin, m, s, 0.5, True,
+        xp=namespace_xp, device=device,
+    )  # fmt: skip
+    params = np.random.default_rng(0).standard_normal(reference.n_params)
+    lam = 10.0 if margin.uses_lambda else 0.0
+    value, state = reference.value_and_state(params, lam=lam)
+    value_xp, state_xp = objective.value_and_state(params, lam=lam)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    assert value_xp == pytest.approx(value, rel=rtol)
+    if state is not None:
+        np.testing.assert_array_equal(to_numpy(state_xp.mask), state)
+    loss, grad = reference.loss_gradient(params, lam=lam, state=state)
+    loss_xp, grad_xp = objective.loss_gradient(params, lam=lam, state=state_xp)
+    assert loss_xp == pytest.approx(loss, rel=rtol)
+    assert grad_xp.dtype == np.float64
+    np.testing.assert_allclose(grad_xp, grad, rtol=0, atol=rtol * np.abs(grad).max())
+    assert objective.n_evaluations == 2 and objective.transfer_seconds > 0
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+@pytest.mark.parametrize(
+    "feature_map",
+    [
+        NystroemFeatures(n_components=50, random_state=0),
+        RandomFourierFeatures(n_components=51, random_state=0),
+    ],
+    ids=["nystroem", "rff"],
+)
+def test_feature_maps_draw_on_the_host_and_map_on_the_device(
+    data, namespace, feature_map
+):
+    xp, device = _namespace(namespace)
+    X, _ = data
+    weights = np.arange(X.shape[0]) % 3 + 1.0
+    expected = clone(feature_map).fit(X, sample_weight=weights).transform(X)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(feature_map).fit(
+            xp.asarray(X, device=device), sample_weight=weights
+        )
+        mapped = fitted.transform(xp.asarray(X, device=device))
+    assert type(mapped) is type(xp.asarray(X))
+    assert fitted.gamma == feature_map.gamma  # the parameter is left as given
+    np.testing.assert_allclose(to_numpy(mapped), expected, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_labels_and_weights_follow_X(data, namespace):
+    """String labels, NumPy weights with an array API X, and the reverse."""
+    xp, device = _namespace(namespace)
+    X, y = data
+    labels = np.array(["ant", "bee", "cat"])[y]
+    weights = np.linspace(0.5, 2.0, X.shape[0])
+    estimator = MarginSoftmaxClassifier(loss="softmax")
+    reference = clone(estimator).fit(X, labels, sample_weight=weights)
+    X_xp = xp.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(estimator).fit(X_xp, labels, sample_weight=xp.asarray(weights))
+        predicted = fitted.predict(X_xp)
+        # A NumPy X with labels and weights in the namespace: the NumPy path.
+        host = clone(estimator).fit(X, xp.asarray(y), sample_weight=xp.asarray(weights))
+    assert isinstance(fitted.classes_, np.ndarray)
+    np.testing.assert_array_equal(predicted, reference.predict(X))
+    assert isinstance(host.coef_, np.ndarray)
+    np.testing.assert_allclose(host.coef_, reference.coef_, rtol=1e-12)
+
+
+def test_other_namespace_or_device_at_predict_is_named():
+    xp, device = _namespace("array_api_strict")
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    estimator = MarginSoftmaxClassifier()
+    with sklearn.config_context(array_api_dispatch=True):
+        estimator.fit(xp.asarray(X, device=device), xp.asarray(y))
+        other_device = xp.asarray(X, device=xp.Device("device1"))
+        with pytest.raises(ValueError, match=r"MarginSoftmaxClassifier\.predict\(\)"):
+            estimator.predict(other_device)
+        with pytest.raises(ValueError, match="Devices used during fit"):
+            estimator.predict_proba(other_device)
+        with pytest.raises(ValueError, match=r"fit \(array_api_strict\).*\(numpy\)"):
+            estimator.decision_function(X)
+    # Without dispatch too: a device model never silently takes NumPy rows.
+    with pytest.raises(ValueError, match="same namespace"):
+        estimator.predict(X)
+    numpy_model = MarginSoftmaxClassifier().fit(X, y)
+    with sklearn.config_context(array_api_dispatch=True):
+        with pytest.raises(ValueError, match=r"fit \(numpy\).*\(array_api_strict\)"):
+            numpy_model.predict(xp.asarray(X, device=device))
+
+
+def test_dispatch_off_converts_torch_as_scikit_learn_does(data):
+    """Without dispatch a cpu tensor goes through ``np.asarray`` (documented)."""
+    torch, _ = _namespace("torch")
+    X, y = data
+    fitted = MarginSoftmaxClassifier().fit(torch.asarray(X), torch.asarray(y))
+    proba = fitted.predict_proba(torch.asarray(X))
+    assert isinstance(proba, np.ndarray) and isinstance(fitted.coef_, np.ndarray)
+    np.testing.assert_array_equal(
+        proba, MarginSoftmaxClassifier().fit(X, y).predict_proba(X)
+    )
+
+
+def test_warm_start_on_the_device(data):
+    xp, device = _namespace("torch")
+    X, y = data
+    estimator = MarginSoftmaxClassifier(loss="softmax", warm_start=True)
+    with sklearn.config_context(array_api_dispatch=True):
+        estimator.fit(xp.asarray(X), xp.asarray(y))
+        first = estimator.n_iter_
+        estimator.fit(xp.asarray(X), xp.asarray(y))
+    assert first > 5 and estimator.n_iter_ <= 2
+    assert type(estimator.coef_) is type(xp.asarray(X))
