@@ -1,0 +1,154 @@
+"""One fit and predict of each estimator on NumPy, torch cpu and torch cuda.
+
+Synthetic data (default 100,000 x 64 float32, 10 classes), the same rows and
+seeds for every backend; wall and CPU seconds (``time.process_time``) of
+``fit`` and of ``predict_proba`` on the training rows, L-BFGS evaluations, the
+time spent moving parameters and gradients between host and device per
+evaluation (measured inside the objective; on cuda it includes waiting for the
+device), and the largest difference of ``predict_proba`` to the NumPy fit.
+One BLAS thread (OMP/OpenBLAS/MKL env, threadpoolctl) and
+``torch.set_num_threads(1)``. torch cuda is skipped with a printed line when no
+GPU is visible. Run in a fresh process:
+
+    python benchmarks/array_api.py [--n 100000] [--d 64] [--m 500]
+    python benchmarks/array_api.py --numpy-only   # numpy timings alone
+
+``--numpy-only`` is the "a NumPy user sees no change" check: run it on the
+branch and on the base commit (a separate worktree, ``PYTHONPATH`` pointing at
+it) and compare.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before NumPy, scipy and torch are imported: their thread pools read these.
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+os.environ.setdefault("SCIPY_ARRAY_API", "1")  # scikit-learn's dispatch needs it
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+import sklmargin  # noqa: E402
+from sklmargin import (  # noqa: E402
+    KernelMarginSoftmaxClassifier,
+    MarginSoftmaxClassifier,
+)
+
+
+def _data(n, d, n_classes):
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((n_classes, d)) * 0.6
+    y = rng.integers(n_classes, size=n)
+    X = (centres[y] + rng.standard_normal((n, d))).astype(np.float32)
+    return X, y
+
+
+def _backends(numpy_only):
+    yield "numpy", None
+    if numpy_only:
+        return
+    try:
+        import torch
+    except ImportError:
+        print("torch: not installed, skipped")
+        return
+    torch.set_num_threads(1)
+    yield "torch cpu", (torch, "cpu")
+    if torch.cuda.is_available():
+        yield "torch cuda", (torch, "cuda")
+    else:
+        print("torch cuda: skipped, no GPU visible (torch.cuda.is_available() False)")
+
+
+def _timed(call):
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _synchronised(call, torch):
+    def run():
+        result = call()
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return result
+
+    return run
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--d", type=int, default=64)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--m", type=int, default=500, help="Nyström centres")
+    parser.add_argument("--numpy-only", action="store_true")
+    args = parser.parse_args()
+    X, y = _data(args.n, args.d, args.classes)
+    estimators = {
+        "MarginSoftmaxClassifier()": MarginSoftmaxClassifier(random_state=0),
+        f"KernelMarginSoftmaxClassifier(n_components={args.m})": (
+            KernelMarginSoftmaxClassifier(n_components=args.m, random_state=0)
+        ),
+    }
+    print(
+        f"sklmargin from {os.path.dirname(sklmargin.__file__)}; "
+        f"data {args.n} x {args.d} float32, {args.classes} classes; "
+        "BLAS threads: 1 (OMP/OPENBLAS/MKL_NUM_THREADS=1, threadpoolctl), "
+        "torch.set_num_threads(1)"
+    )
+    header = (
+        "| estimator | backend | fit wall s | fit CPU s | evaluations | "
+        "transfer ms / evaluation | predict_proba wall s | predict CPU s | "
+        "max abs diff proba vs numpy |"
+    )
+    print(header)
+    print("|" + "---|" * 9)
+    backends = list(_backends(args.numpy_only))
+    for name, estimator in estimators.items():
+        reference = None
+        for backend, namespace in backends:
+            model = sklearn.base.clone(estimator)
+            torch = None if namespace is None else namespace[0]
+            if namespace is None:
+                X_in, y_in, context = X, y, sklearn.config_context()
+            else:
+                torch, device = namespace
+                X_in = torch.asarray(X, device=device)
+                y_in = torch.asarray(y, device=device)
+                context = sklearn.config_context(array_api_dispatch=True)
+            with context, threadpool_limits(1), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, fit_wall, fit_cpu = _timed(
+                    _synchronised(lambda m=model, a=X_in, b=y_in: m.fit(a, b), torch)
+                )
+                proba, predict_wall, predict_cpu = _timed(
+                    _synchronised(lambda m=model, a=X_in: m.predict_proba(a), torch)
+                )
+            if namespace is not None:
+                proba = proba.cpu().numpy()
+                stats = model._array_api_stats
+                evaluations = stats["n_evaluations"]
+                transfer = f"{1e3 * stats['transfer_seconds'] / evaluations:.3f}"
+            else:
+                evaluations, transfer = "-", "-"
+            if reference is None:
+                reference, difference = proba, "-"
+            else:
+                difference = f"{np.max(np.abs(proba - reference)):.1e}"
+            print(
+                f"| {name} | {backend} | {fit_wall:.2f} | {fit_cpu:.2f} | "
+                f"{evaluations} | {transfer} | {predict_wall:.2f} | "
+                f"{predict_cpu:.2f} | {difference} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
