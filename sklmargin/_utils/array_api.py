@@ -25,11 +25,8 @@ import numpy as np
 from scipy import sparse
 from sklearn import get_config
 
+from . import blocks
 from .compat import array_api_compat
-
-# Row blocks of namespace computations that need a float64 copy of the rows
-# stay below this many bytes (as the NumPy code's blocks).
-_BLOCK_BYTES = 32 * 2**20
 
 
 def dispatch_enabled():
@@ -144,28 +141,16 @@ def float64_supported(xp, device):
     return True
 
 
-def row_block(n_rows, row_bytes):
-    """Rows per block so that one block stays below the block budget."""
-    return max(1, min(n_rows, _BLOCK_BYTES // max(1, row_bytes)))
-
-
 def row_slices(n_rows, row_bytes):
-    """Consecutive row slices of at most :func:`row_block` rows."""
-    block = row_block(n_rows, row_bytes)
+    """Consecutive row slices within the NumPy code's block budget.
+
+    :func:`sklmargin._utils.blocks.rows_per_block` rows each (read at call
+    time: the tests that shrink the budget shrink these blocks too).
+    """
+    block = blocks.rows_per_block(row_bytes)
     return [
         slice(start, min(start + block, n_rows)) for start in range(0, n_rows, block)
     ]
-
-
-def one_hot(y, n_classes, xp, dtype):
-    """``(n_samples, n_classes)`` indicator of the labels, in ``dtype``."""
-    classes = xp.arange(n_classes, device=array_api_compat.device(y))
-    return xp.astype(y[:, None] == classes[None, :], dtype)
-
-
-def take_target(matrix, y, xp):
-    """``matrix[i, y_i]`` for every row (a gather, not fancy indexing)."""
-    return xp.take_along_axis(matrix, y[:, None], axis=1)[:, 0]
 
 
 def fitted_on_device(estimator):

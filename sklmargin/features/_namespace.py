@@ -35,6 +35,7 @@ from .._utils.array_api import (
     to_numpy,
 )
 from .._utils.compat import array_api_compat
+from ._gamma import gamma_from_variance
 
 
 def _wide(xp, device):
@@ -44,7 +45,7 @@ def _wide(xp, device):
 def weighted_variance(X, sample_weight, xp):
     """Sample-weighted variance of all entries of ``X`` (namespace, float64).
 
-    The NumPy map's :func:`~sklmargin.features._fourier._weighted_variance`, two
+    The NumPy map's :func:`~sklmargin.features._gamma.scale_gamma`, two
     passes over centred row blocks, computed on ``X``'s device.
     """
     device = array_api_compat.device(X)
@@ -99,7 +100,7 @@ def fit_map_namespace(feature_map, X, sample_weight, xp, device):
     gamma = feature_map.gamma
     if isinstance(gamma, str):  # "scale"
         variance = weighted_variance(X, sample_weight, xp)
-        gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+        gamma = gamma_from_variance(variance, X.shape[1])
     dtype = numpy_dtype(X.dtype)
     requested = feature_map.gamma
     feature_map.set_params(gamma=gamma)
