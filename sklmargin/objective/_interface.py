@@ -1,12 +1,14 @@
 """What the solver, the start and the estimators ask of a training objective.
 
-Two objectives implement it: :class:`~sklmargin.objective.LinearMarginObjective`
-(rows in memory) and the Dask integration's ``DaskMarginObjective`` (a map-reduce
-over chunks). The solver (:func:`~sklmargin.solver.fit_continuation`) drives
-either through this interface alone: the softening ``lam`` of L-/A-Softmax and
+Three objectives implement it: :class:`~sklmargin.objective.LinearMarginObjective`
+(rows in memory), the Dask integration's ``DaskMarginObjective`` (a map-reduce
+over chunks) and ``objective._namespace.NamespaceMarginObjective`` (rows in a
+torch / CuPy array on their device). The solver
+(:func:`~sklmargin.solver.fit_continuation`) drives each through this
+interface alone: the softening ``lam`` of L-/A-Softmax and
 the non-target ``state`` of SV-Softmax are *arguments* of each evaluation, never
 attributes the solver sets, so one objective can be evaluated at several
-schedule points without being mutated. Both share the parameter vector's layout,
+schedule points without being mutated. All share the parameter vector's layout,
 :class:`ParameterLayout`, by holding one (composition, not borrowed methods).
 """
 
