@@ -10,9 +10,9 @@ private ones:
 * :func:`input_namespace` tells a NumPy input (``None``: the NumPy code runs,
   unchanged) from an array API input, and returns its namespace and device;
 * :func:`to_numpy` and :func:`to_device` move arrays between the host and a
-  device (DLPack first, the library's own conversion otherwise);
-* :func:`check_on` refuses an array from another namespace or device with an
-  error that names it.
+  device (the library's own conversion; DLPack for other libraries);
+* :func:`host_inputs` and :func:`to_numpy_weights` bring labels and weights
+  of any namespace to the host ("everything follows X").
 
 The namespace comes from ``array_api_compat`` (the package when installed,
 else the copy scikit-learn vendors, see :mod:`sklmargin._compat`); nothing here
@@ -66,30 +66,6 @@ def namespace_name(array):
     return array_api_compat.array_namespace(array).__name__.replace(
         "array_api_compat.", ""
     )
-
-
-def check_on(name, array, xp, device):
-    """Raise ValueError naming ``name`` unless ``array`` is host data or on ``device``.
-
-    Host data (NumPy, lists) are accepted: the caller moves them. An array of
-    another array API namespace or on another device is refused: scikit-learn
-    moves such inputs silently, and sklmargin names them instead.
-    """
-    if _is_host(array):
-        return
-    other = array_api_compat.array_namespace(array)
-    if other is not xp:
-        raise ValueError(
-            f"{name} is a {namespace_name(array)} array but X is a "
-            f"{xp.__name__.replace('array_api_compat.', '')} array: pass {name} "
-            "as a NumPy array or in X's namespace, on X's device."
-        )
-    other_device = array_api_compat.device(array)
-    if other_device != device:
-        raise ValueError(
-            f"{name} is on device {other_device!r} but X is on {device!r}: "
-            f"move {name} to X's device first."
-        )
 
 
 def to_numpy(array):
