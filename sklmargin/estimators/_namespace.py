@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._utils.array_api import (
     _is_host,
+    dispatch_enabled,
     float64_supported,
     namespace_name,
     numpy_dtype,
@@ -240,11 +241,19 @@ def _check_same_namespace(estimator, X, method, xp, device):
         detail = f"Devices used during fit ({fitted_device}) and {method} ({device})"
     else:
         detail = f"Array namespaces used during fit ({fitted}) and {method} ({given})"
+    # With dispatch off every input is read as NumPy (a cpu tensor included):
+    # the likely cause is a session that fitted with dispatch on.
+    hint = (
+        " array_api_dispatch is off, so X was read as NumPy: turn it on with "
+        "sklearn.set_config(array_api_dispatch=True) to predict on the device."
+        if not dispatch_enabled() and fitted != "numpy"
+        else ""
+    )
     raise ValueError(
         f"Inputs passed to {name} must use the same namespace and the same device "
         f"as those passed to fit(). {detail} differ. Move X to the fit's "
         "namespace and device, or move the estimator to X's with scikit-learn's "
-        "move_estimator_to."
+        f"move_estimator_to.{hint}"
     )
 
 
