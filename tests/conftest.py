@@ -13,6 +13,10 @@ from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+# tests/data holds fixtures and the script that made them (run by hand at an
+# old commit; --doctest-modules would import it, and it needs skops).
+collect_ignore_glob = ["data/*"]
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _single_threaded_blas():

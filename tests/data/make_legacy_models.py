@@ -9,7 +9,6 @@ would save the new module paths and test nothing.
 import pickle
 
 import numpy as np
-import skops.io as sio
 from sklearn.datasets import load_iris
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -19,6 +18,8 @@ import sklmargin as sm
 
 def main():
     """Fit, pickle and save (overwrites the fixture: only at the old layout)."""
+    import skops.io as sio  # an optional extra: imported only when run
+
     X, y = load_iris(return_X_y=True)
     rows = X[np.random.RandomState(0).choice(len(X), 20, replace=False)]
     kernel = {"n_components": 40, "random_state": 0}
