@@ -212,6 +212,9 @@ class RandomFourierFeatures(
     True
     """
 
+    # Which array API path features/_namespace.py takes (see NystroemFeatures).
+    _map_kind = "fourier"
+
     _parameter_constraints: dict = {
         "gamma": [StrOptions({"scale"}), Interval(Real, 0.0, None, closed="neither")],
         "n_components": [Interval(Integral, 1, None, closed="left")],

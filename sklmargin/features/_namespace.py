@@ -86,12 +86,10 @@ def fit_map_namespace(feature_map, X, sample_weight, xp, device):
     -------
     The fitted map.
     """
-    from ._nystroem import NystroemFeatures
-
     sample_weight = (
         np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
     )
-    if isinstance(feature_map, NystroemFeatures):
+    if feature_map._map_kind == "nystroem":
         # Centres are chosen among the distinct rows by their hashes: on the
         # host, once, exactly as the NumPy fit (documented copy of X).
         feature_map.fit(to_numpy(X), sample_weight=sample_weight)
@@ -187,10 +185,8 @@ def transform_namespace(feature_map, X, xp, device):
     ``X`` is validated here (``n_features_in_``, finite, float32 or float64);
     the output has ``X``'s dtype, namespace and device.
     """
-    from ._nystroem import NystroemFeatures
-
     check_is_fitted(feature_map)
     X = validate_data(feature_map, X, dtype=[xp.float64, xp.float32], reset=False)
-    if isinstance(feature_map, NystroemFeatures):
+    if feature_map._map_kind == "nystroem":
         return _nystroem_transform(feature_map, X, xp, device)
     return _rff_transform(feature_map, X, xp, device)

@@ -174,6 +174,10 @@ class NystroemFeatures(
     True
     """
 
+    # Which array API path features/_namespace.py takes (it imports no map
+    # class: the maps import it).
+    _map_kind = "nystroem"
+
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "gamma": [
