@@ -125,6 +125,10 @@ class BaseMarginSoftmax(
         """
         return None, None, X_test
 
+    def _fold_features_namespace(self, X_train, sample_weight, X_test, xp, device):
+        """:meth:`_fold_features` on array API rows (in namespace ``xp``)."""
+        return None, None, X_test
+
     def _fit_on_features(self, X, y, feature_map, features, sample_weight=None):
         """``fit`` with the feature map and mapped rows of ``_fold_features``."""
         if feature_map is None:

@@ -255,15 +255,30 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
 
     def _fit_feature_map_namespace(self, X, sample_weight, xp, device):
         from .._utils.array_api import numpy_dtype
-        from ..features._namespace import fit_map_namespace, transform_namespace
+        from ..features._namespace import transform_namespace
+
+        premapped = self.__dict__.pop("_premapped", None)
+        if premapped is not None:  # a CV fold's map and rows (_fit_on_features)
+            self.feature_map_, features = premapped
+            self.compute_dtype_ = numpy_dtype(features.dtype).name
+            # No copy, unlike the NumPy path: the namespace fit prepares its
+            # rows into new arrays and leaves these as they are.
+            return features
+        self.feature_map_, X = self._fitted_map_namespace(X, sample_weight, xp, device)
+        self.compute_dtype_ = numpy_dtype(X.dtype).name
+        return transform_namespace(self.feature_map_, X, xp, device)
+
+    def _fitted_map_namespace(self, X, sample_weight, xp, device):
+        """:meth:`_fitted_map` on array API rows: ``(map, X in its dtype)``."""
+        from .._utils.array_api import numpy_dtype
+        from ..features._namespace import fit_map_namespace
 
         dtype = self._resolve_compute_dtype(X.shape[0], numpy_dtype(X.dtype))
         X = xp.astype(X, getattr(xp, dtype.name))
-        self.compute_dtype_ = dtype.name
-        self.feature_map_ = fit_map_namespace(
+        feature_map = fit_map_namespace(
             self._new_feature_map(), X, sample_weight, xp, device
         )
-        return transform_namespace(self.feature_map_, X, xp, device)
+        return feature_map, X
 
     def _map_features_namespace(self, X, xp, device):
         from ..features._namespace import transform_namespace
@@ -277,4 +292,18 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             feature_map,
             feature_map.transform(X_train),
             feature_map.transform(self._map_input(X_test, dtype)),
+        )
+
+    def _fold_features_namespace(self, X_train, sample_weight, X_test, xp, device):
+        """:meth:`_fold_features` on array API rows, mapped on their device."""
+        from ..features._namespace import transform_namespace
+
+        feature_map, X_train = self._fitted_map_namespace(
+            X_train, sample_weight, xp, device
+        )
+        X_test = xp.astype(X_test, X_train.dtype)
+        return (
+            feature_map,
+            transform_namespace(feature_map, X_train, xp, device),
+            transform_namespace(feature_map, X_test, xp, device),
         )

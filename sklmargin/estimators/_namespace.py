@@ -228,10 +228,14 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
 
 
 # -- predict -----------------------------------------------------------------------
-def _check_same_namespace(estimator, X, method, xp, device):
-    """Refuse ``X`` from another namespace or device than the fit's."""
+def _check_same_namespace(estimator, X, method, xp, device, owner=None):
+    """Refuse ``X`` from another namespace or device than the fit's.
+
+    ``owner`` is the estimator the user called, when it is not ``estimator``
+    (a CV estimator predicting with its fitted model): the error names it.
+    """
     coef = estimator.coef_
-    name = f"{type(estimator).__name__}.{method}()"
+    name = f"{type(estimator if owner is None else owner).__name__}.{method}()"
     fitted = namespace_name(coef)
     given = "numpy" if xp is None else namespace_name(X)
     if fitted == given:
@@ -344,16 +348,12 @@ def _namespace_open_set_score(estimator, X, logits, xp, device):
     return score - (xp.concat(nearest) if len(nearest) != 1 else nearest[0])
 
 
-def predict_array_api(estimator, method, X, namespace):
-    """``estimator.<method>(X)`` for an array API ``X`` (or a device-fitted model).
+def namespace_model_logits(estimator, X, xp, device):
+    """Margin-free logits of a fitted model on a validated array API ``X``.
 
-    ``namespace`` is ``(xp, device)`` of ``X``, or None for host input (which
-    a model fitted on a device refuses).
+    In ``X``'s dtype whatever precision a kernel map computed in (as the NumPy
+    path's ``logits_in_dtype``), refused where that dtype cannot hold them.
     """
-    check_is_fitted(estimator)
-    xp, device = namespace if namespace is not None else (None, None)
-    _check_same_namespace(estimator, X, method, xp, device)
-    X = validate_data(estimator, X, dtype=[xp.float64, xp.float32], reset=False)
     features = estimator._map_features_namespace(X, xp, device)
     logits = namespace_logits(estimator, features, xp, device)
     if logits.dtype != X.dtype:  # a float64 kernel map asked about float32 rows
@@ -366,16 +366,35 @@ def predict_array_api(estimator, method, X, namespace):
                 "predict on float64 rows, or refit with a lower s."
             )
         logits = xp.astype(logits, X.dtype)
+    return logits
+
+
+def namespace_labels(classes, indices, xp, device):
+    """``classes[indices]`` on the device; NumPy for labels with no array API dtype."""
+    if classes.dtype.kind in "biuf":
+        return xp.take(to_device(classes, xp, device), indices)
+    # String labels have no array API dtype: NumPy, as scikit-learn.
+    return classes[to_numpy(indices)]
+
+
+def predict_array_api(estimator, method, X, namespace):
+    """``estimator.<method>(X)`` for an array API ``X`` (or a device-fitted model).
+
+    ``namespace`` is ``(xp, device)`` of ``X``, or None for host input (which
+    a model fitted on a device refuses).
+    """
+    check_is_fitted(estimator)
+    xp, device = namespace if namespace is not None else (None, None)
+    _check_same_namespace(estimator, X, method, xp, device)
+    X = validate_data(estimator, X, dtype=[xp.float64, xp.float32], reset=False)
+    logits = namespace_model_logits(estimator, X, xp, device)
     if method == "score_samples":
         return _namespace_open_set_score(estimator, X, logits, xp, device)
     if method == "decision_function":
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
     if method == "predict":
-        indices = xp.argmax(logits, axis=1)
-        classes = estimator.classes_
-        if classes.dtype.kind in "biuf":
-            return xp.take(to_device(classes, xp, device), indices)
-        # String labels have no array API dtype: NumPy, as scikit-learn.
-        return classes[to_numpy(indices)]
+        return namespace_labels(
+            estimator.classes_, xp.argmax(logits, axis=1), xp, device
+        )
     proba = namespace_probabilities(logits, xp)
     return xp.log(proba) if method == "predict_log_proba" else proba

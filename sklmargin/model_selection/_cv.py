@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._utils.array_api import input_namespace
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
 from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
+from ._namespace import scale_gamma_namespace
 
 _SHARED_PARAMS_DOC = """
     ss : array-like of float, default=None
@@ -364,7 +366,12 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         return "s", tuple(float(s * f) for f in _S_FACTORS)
 
     def _extra_grids(self, X, sample_weight):
-        scale = scale_gamma(X, sample_weight)
+        namespace = input_namespace(X)
+        scale = (
+            scale_gamma(X, sample_weight)
+            if namespace is None
+            else scale_gamma_namespace(X, sample_weight, namespace[0])
+        )
         if self.gammas is None:
             return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
         gammas = _valid_values(

@@ -21,13 +21,16 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel
+from joblib import delayed as joblib_delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
+from sklearn.utils import parallel as sklearn_parallel
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.array_api import input_namespace
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import check_two_classes, check_weights
@@ -36,7 +39,13 @@ from ..losses._registry import get_margin
 from ..objective._cross_entropy import predicted_probabilities
 from ..openset._scores import CVOpenSetScoreMixin
 from ._calibration import fit_temperature, logits_from_decision
-from ._cv_path import fit_fold, full_class_logits
+from ._cv_path import check_folds, fit_fold, full_class_logits
+from ._namespace import (
+    fit_inputs,
+    predict_cv_array_api,
+    routed_namespace,
+    to_namespace_attributes,
+)
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
 #: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
@@ -125,55 +134,6 @@ def _check_C(C):
     if not (np.isfinite(C) and C > 0):
         raise ValueError(f"C must be a finite positive number; got C={C!r}.")
     return C
-
-
-def _check_folds(folds, y_encoded, classes, sample_weight, name):
-    """Refuse folds nothing can be fitted on; return which folds can be scored.
-
-    Checked before any fit, so the error names the fold instead of surfacing
-    from an inner fit as if the whole data were at fault. A test fold whose
-    rows all have zero weight has no weighted score (0/0): it is left out of
-    the mean score with a warning rather than failing the search, as the
-    other folds still measure every grid point.
-
-    Returns
-    -------
-    ndarray of bool of shape (n_folds,)
-        True for the folds that have a score.
-    """
-    n_folds = len(folds)
-    for f, (train, _) in enumerate(folds):
-        present = np.unique(y_encoded[train])
-        if len(present) < 2:
-            raise ValueError(
-                f"The training rows of CV fold {f + 1}/{n_folds} contain only one "
-                f"class, {classes[present].tolist()[0]!r}, although the data has "
-                f"{len(classes)} classes, {classes.tolist()}. Use fewer folds or a "
-                "stratified splitter (an int cv is StratifiedKFold; shuffle "
-                "rows that are sorted by class)."
-            )
-        if sample_weight is not None and not sample_weight[train].sum() > 0:
-            raise ValueError(
-                f"The training rows of CV fold {f + 1}/{n_folds} have zero total "
-                "sample_weight: there is nothing to fit on that fold."
-            )
-    if sample_weight is None:
-        return np.ones(n_folds, dtype=bool)
-    scored = np.array([sample_weight[test].sum() > 0 for _, test in folds])
-    if not scored.any():
-        raise ValueError(
-            "sample_weight is zero on the held-out rows of every test fold: "
-            "there is no weighted score to select by."
-        )
-    for f in np.flatnonzero(~scored):
-        warnings.warn(
-            f"{name}: the held-out rows of CV fold {f + 1}/{n_folds} have zero "
-            "total sample_weight, so that fold has no weighted score; its scores "
-            "are NaN and the mean score is over the other folds.",
-            UserWarning,
-            stacklevel=3,
-        )
-    return scored
 
 
 class _BaseMarginSoftmaxCV(
@@ -296,9 +256,13 @@ class _BaseMarginSoftmaxCV(
         -------
         self : object
         """
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C"
-        )
+        if (namespace := input_namespace(X)) is None:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                order="C",
+            )  # fmt: skip
+        else:  # torch, CuPy, ...: rows on their device (._namespace)
+            X, y, sample_weight = fit_inputs(self, X, y, sample_weight, namespace[0])
         check_classification_targets(y)
         classes, y_encoded = np.unique(y, return_inverse=True)
         check_two_classes(classes)
@@ -326,9 +290,16 @@ class _BaseMarginSoftmaxCV(
         ]
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         name = type(self).__name__
-        scored = _check_folds(folds, y_encoded, classes, sample_weight, name)
+        scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         scorer = self._scorer()
         base = self._base_estimator()
+        # Array API folds need dispatch on in joblib's workers too: scikit-learn's
+        # Parallel carries the configuration there (NumPy folds need nothing).
+        run, delayed = (
+            (Parallel, joblib_delayed)
+            if namespace is None
+            else (sklearn_parallel.Parallel, sklearn_parallel.delayed)
+        )
         jobs = [
             delayed(fit_fold)(
                 clone(base).set_params(**map_point),
@@ -354,7 +325,7 @@ class _BaseMarginSoftmaxCV(
             for f, (train, test) in enumerate(folds)
             for map_point in map_points
         ]
-        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
+        parallel = run(n_jobs=self.n_jobs, verbose=self.verbose)
         results = [path for job in parallel(jobs) for path in job]
 
         n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
@@ -368,6 +339,8 @@ class _BaseMarginSoftmaxCV(
         self.scores_ = scores.reshape(shape)
         self.n_iter_ = n_iter.reshape(shape)
         self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
+        if namespace is not None:
+            to_namespace_attributes(self, *namespace)
 
         def logits_at(fold, flat):
             o, k = divmod(flat, n_path)
@@ -469,6 +442,16 @@ class _BaseMarginSoftmaxCV(
         return results
 
     # -- prediction -----------------------------------------------------------
+    def _array_api_predict(self, X, method):
+        """``method(X)`` on array API input (or a model fitted on a device).
+
+        None for NumPy input to a NumPy model: the caller's NumPy code runs.
+        """
+        namespace = routed_namespace(self, X)
+        if namespace is False:
+            return None
+        return predict_cv_array_api(self, method, X, namespace)
+
     def decision_function(self, X):
         """Margin-free logits of the chosen model (fold average if not refit).
 
@@ -480,6 +463,8 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
+        if (routed := self._array_api_predict(X, "decision_function")) is not None:
+            return routed
         check_is_fitted(self)
         X = validate_data(
             self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
@@ -504,6 +489,8 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples,)
         """
+        if (routed := self._array_api_predict(X, "predict")) is not None:
+            return routed
         logits = logits_from_decision(self.decision_function(X))
         return self.classes_[np.argmax(logits, axis=1)]
 
@@ -518,6 +505,8 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if (routed := self._array_api_predict(X, "predict_proba")) is not None:
+            return routed
         return predicted_probabilities(self._calibrated_logits(X))
 
     def _calibrated_logits(self, X):
@@ -538,12 +527,17 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if (routed := self._array_api_predict(X, "predict_log_proba")) is not None:
+            return routed
         logits = self._calibrated_logits(X)
         return np.log(predicted_probabilities(logits))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        # Fit and predict in the input's namespace under array_api_dispatch
+        # (torch, CuPy, array-api-strict; ._namespace).
+        tags.array_api_support = True
         return tags
 
 

@@ -7,6 +7,9 @@ grid point (the margin ``m``) runs its warm-started path over ``s`` (or ``C``)
 on those mapped rows. Each path point is scored from one pass of margin-free
 logits over the held-out rows, which are kept for the temperature fit.
 
+:func:`check_folds` refuses, before any fit, the folds nothing can be fitted
+on.
+
 Before this, the kernel search refitted the feature map at every path point
 (same seed, so the same map): on a small profile 31 map fits and 91 transforms
 produced 4 distinct maps, 45% of the search's time.
@@ -16,10 +19,14 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone
+
+from .._utils.array_api import input_namespace
+from ._namespace import fold_y_test, held_out_logits, take_rows
 
 
 @dataclass
@@ -39,12 +46,25 @@ class FoldRows:
 
 
 def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
-    """Cut one fold and map its rows once (``estimator._fold_features``)."""
+    """Cut one fold and map its rows once (``estimator._fold_features``).
+
+    Array API rows are cut and mapped on their device
+    (:mod:`sklmargin.model_selection._namespace`); labels and weights stay on
+    the host.
+    """
     sw_train = None if sample_weight is None else sample_weight[train]
-    X_train, X_test = X[train], X[test]
-    feature_map, features_train, features_test = estimator._fold_features(
-        X_train, sw_train, X_test
-    )
+    y_test = y[test]
+    if (namespace := input_namespace(X)) is None:
+        X_train, X_test = X[train], X[test]
+        feature_map, features_train, features_test = estimator._fold_features(
+            X_train, sw_train, X_test
+        )
+    else:
+        X_train, X_test = (take_rows(X, rows, *namespace) for rows in (train, test))
+        feature_map, features_train, features_test = estimator._fold_features_namespace(
+            X_train, sw_train, X_test, *namespace
+        )
+        y_test = fold_y_test(y_test, *namespace)
     return FoldRows(
         X_train,
         y[train],
@@ -52,7 +72,7 @@ def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
         X_test,
         y_encoded[test],
         None if sample_weight is None else sample_weight[test],
-        y[test],
+        y_test,
         feature_map,
         features_train,
         features_test,
@@ -151,7 +171,7 @@ def fit_path(
         fit_time[k] = time.perf_counter() - start
         n_iter[k] = estimator.n_iter_
         point_logits = full_class_logits(
-            estimator._logits_of_features(rows.features_test),
+            held_out_logits(estimator, rows.features_test),
             estimator.classes_,
             classes,
         )
@@ -165,3 +185,52 @@ def fit_path(
                 f"n_iter={n_iter[k]}, {fit_time[k]:.2f}s"
             )
     return scores, n_iter, fit_time, logits, models
+
+
+def check_folds(folds, y_encoded, classes, sample_weight, name):
+    """Refuse folds nothing can be fitted on; return which folds can be scored.
+
+    Checked before any fit, so the error names the fold instead of surfacing
+    from an inner fit as if the whole data were at fault. A test fold whose
+    rows all have zero weight has no weighted score (0/0): it is left out of
+    the mean score with a warning rather than failing the search, as the
+    other folds still measure every grid point.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_folds,)
+        True for the folds that have a score.
+    """
+    n_folds = len(folds)
+    for f, (train, _) in enumerate(folds):
+        present = np.unique(y_encoded[train])
+        if len(present) < 2:
+            raise ValueError(
+                f"The training rows of CV fold {f + 1}/{n_folds} contain only one "
+                f"class, {classes[present].tolist()[0]!r}, although the data has "
+                f"{len(classes)} classes, {classes.tolist()}. Use fewer folds or a "
+                "stratified splitter (an int cv is StratifiedKFold; shuffle "
+                "rows that are sorted by class)."
+            )
+        if sample_weight is not None and not sample_weight[train].sum() > 0:
+            raise ValueError(
+                f"The training rows of CV fold {f + 1}/{n_folds} have zero total "
+                "sample_weight: there is nothing to fit on that fold."
+            )
+    if sample_weight is None:
+        return np.ones(n_folds, dtype=bool)
+    scored = np.array([sample_weight[test].sum() > 0 for _, test in folds])
+    if not scored.any():
+        raise ValueError(
+            "sample_weight is zero on the held-out rows of every test fold: "
+            "there is no weighted score to select by."
+        )
+    for f in np.flatnonzero(~scored):
+        warnings.warn(
+            f"{name}: the held-out rows of CV fold {f + 1}/{n_folds} have zero "
+            "total sample_weight, so that fold has no weighted score; its scores "
+            "are NaN and the mean score is over the other folds.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return scored

@@ -216,6 +216,8 @@ def cv_score_samples(cv_estimator, X):
     are averaged, as ``decision_function`` averages their logits.
     """
     check_is_fitted(cv_estimator)
+    if (routed := cv_estimator._array_api_predict(X, "score_samples")) is not None:
+        return routed
     X = validate_data(
         cv_estimator,
         X,
