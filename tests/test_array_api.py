@@ -23,7 +23,9 @@ from sklearn.preprocessing import StandardScaler
 
 from sklmargin import (
     KernelMarginSoftmaxClassifier,
+    KernelMarginSoftmaxClassifierCV,
     MarginSoftmaxClassifier,
+    MarginSoftmaxClassifierCV,
     NystroemFeatures,
     RandomFourierFeatures,
 )
@@ -274,3 +276,175 @@ def test_warm_start_on_the_device(data):
         estimator.fit(xp.asarray(X), xp.asarray(y))
     assert first > 5 and estimator.n_iter_ <= 2
     assert type(estimator.coef_) is type(xp.asarray(X))
+
+
+# -- the cross-validated estimators --------------------------------------------
+# Grids whose NumPy search is stable under round-off (a 2-ulp perturbation of X
+# leaves the chosen point and the probabilities to ~1e-10); ArcFace's default
+# s path up to 160 is not (its NumPy search itself picks s=86 or s=160).
+CV_STABLE = [
+    MarginSoftmaxClassifierCV(loss="softmax", Cs=[0.1, 1.0, 10.0], cv=3),
+    MarginSoftmaxClassifierCV(loss="normface", ss=[5.0, 10.0, 20.0], cv=3),
+    MarginSoftmaxClassifierCV(loss="l-softmax", Cs=[0.1, 1.0], cv=3, refit=False),
+    KernelMarginSoftmaxClassifierCV(
+        n_components=50, ss=[50.0, 100.0], cv=3, random_state=0
+    ),
+    KernelMarginSoftmaxClassifierCV(
+        kernel_approximation="orf",
+        n_components=50,
+        ss=[50.0, 100.0],
+        cv=3,
+        refit=False,
+        random_state=0,
+    ),  # fmt: skip
+]
+_CV_METHODS = (
+    "predict",
+    "predict_proba",
+    "predict_log_proba",
+    "decision_function",
+    "score_samples",
+)
+
+
+def _chosen_point(search):
+    names = ("C_", "s_", "m_", "gamma_")
+    return {name: getattr(search, name) for name in names if hasattr(search, name)}
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize(
+    "search", CV_STABLE, ids=lambda value: repr(value)[:60].replace(" ", "")
+)
+def test_cv_search_equals_the_numpy_search(data, namespace, weighted, search):
+    """Folds on the device, scores and temperature on the host: same choice."""
+    xp, device = _namespace(namespace)
+    X, y = data
+    weights = np.arange(X.shape[0]) % 3 + 0.5 if weighted else None
+    reference = clone(search).fit(X, y, sample_weight=weights)
+    X_xp = xp.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(search).fit(
+            X_xp,
+            xp.asarray(y, device=device),
+            sample_weight=None if weights is None else xp.asarray(weights),
+        )
+        outputs = {method: getattr(fitted, method)(X_xp) for method in _CV_METHODS}
+    assert fitted.best_index_ == reference.best_index_
+    # gamma="scale" is computed on the device: equal to round-off.
+    assert _chosen_point(fitted) == pytest.approx(_chosen_point(reference), rel=1e-12)
+    assert fitted.temperature_ == pytest.approx(reference.temperature_, rel=1e-8)
+    for method, output in outputs.items():
+        assert type(output) is type(X_xp), method
+        assert output.device == X_xp.device, method
+    for name in ("scores_", "n_iter_"):  # scikit-learn: fitted arrays follow X
+        assert type(getattr(fitted, name)) is type(X_xp), name
+    np.testing.assert_array_equal(to_numpy(fitted.scores_), reference.scores_)
+    proba = to_numpy(outputs["predict_proba"])
+    # The kernel searches' NumPy probabilities move by up to 1e-8 when X is
+    # perturbed by 2 ulp (ORF, weighted, refit=False); the linear ones by 1e-13.
+    bound = 1e-7 if isinstance(search, KernelMarginSoftmaxClassifierCV) else 1e-10
+    assert np.max(np.abs(proba - reference.predict_proba(X))) <= bound
+    np.testing.assert_array_equal(to_numpy(outputs["predict"]), reference.predict(X))
+    np.testing.assert_allclose(
+        to_numpy(outputs["decision_function"]),
+        reference.decision_function(X),
+        rtol=0,
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        to_numpy(outputs["predict_log_proba"]), np.log(proba), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        to_numpy(outputs["score_samples"]), reference.score_samples(X), atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_cv_string_labels_user_scoring_and_a_fold_missing_a_class(data, namespace):
+    """String labels, a user's scoring, refit=False, a class absent in training.
+
+    The third class appears in the held-out rows of the first fold only, so
+    that fold's models lack its column (filled with the row's smallest logit
+    on the device, as the NumPy search fills it on the host).
+    """
+    xp, device = _namespace(namespace)
+    X, y = data
+    labels = np.array(["ant", "bee"])[y % 2]
+    rare = np.arange(0, 40, 10)
+    labels[rare] = "cat"
+    common = np.setdiff1d(np.arange(X.shape[0]), rare)
+    parts = np.array_split(common, 3)
+    folds = [
+        (np.concatenate(parts[1:]), np.concatenate([parts[0], rare])),
+        (np.concatenate([parts[0], parts[2], rare]), parts[1]),
+        (np.concatenate([parts[0], parts[1], rare]), parts[2]),
+    ]
+    search = MarginSoftmaxClassifierCV(
+        loss="softmax", Cs=[0.1, 1.0], cv=folds, scoring="accuracy", refit=False
+    )
+    reference = clone(search).fit(X, labels)
+    X_xp = xp.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(search).fit(X_xp, labels)
+        predicted = fitted.predict(X_xp)
+        proba = fitted.predict_proba(X_xp)
+    assert len(fitted.estimators_[0].classes_) == 2
+    assert isinstance(predicted, np.ndarray)  # string labels stay NumPy
+    np.testing.assert_array_equal(predicted, reference.predict(X))
+    np.testing.assert_allclose(
+        fitted.cv_results_["mean_test_score"],
+        reference.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )
+    assert np.max(np.abs(to_numpy(proba) - reference.predict_proba(X))) <= 1e-8
+    # Two classes: the 1-D decision z_1 - z_0 of scikit-learn's convention.
+    binary = MarginSoftmaxClassifierCV(loss="softmax", Cs=[1.0], cv=3)
+    reference = clone(binary).fit(X, y > 0)
+    with sklearn.config_context(array_api_dispatch=True):
+        decision = clone(binary).fit(X_xp, xp.asarray(y > 0)).decision_function(X_xp)
+    assert decision.shape == (X.shape[0],)
+    np.testing.assert_allclose(
+        to_numpy(decision), reference.decision_function(X), rtol=0, atol=1e-8
+    )
+
+
+def test_cv_other_namespace_at_predict_is_named(data):
+    torch, _ = _namespace("torch")
+    X, y = data
+    search = MarginSoftmaxClassifierCV(loss="softmax", Cs=[1.0], cv=2)
+    numpy_fit = clone(search).fit(X, y)
+    with sklearn.config_context(array_api_dispatch=True):
+        for method in _CV_METHODS:
+            with pytest.raises(
+                ValueError,
+                match=rf"MarginSoftmaxClassifierCV\.{method}\(\)(.|\n)*"
+                r"fit \(numpy\) and \w+ \(torch\)",
+            ):
+                getattr(numpy_fit, method)(torch.asarray(X))
+        torch_fit = clone(search).fit(torch.asarray(X), torch.asarray(y))
+        with pytest.raises(ValueError, match=r"fit \(torch\) and predict \(numpy\)"):
+            torch_fit.predict(X)
+    with pytest.raises(ValueError, match="same namespace(.|\n)*dispatch is off"):
+        torch_fit.predict_proba(torch.asarray(X))
+
+
+def test_cv_scoring_that_fails_on_the_device_is_named(data):
+    """A metric without array API support fails with the scoring's name."""
+    torch, _ = _namespace("torch")
+    X, y = data
+
+    def host_only(estimator, X, y):
+        raise TypeError("this metric takes NumPy arrays only")
+
+    search = MarginSoftmaxClassifierCV(
+        loss="softmax", Cs=[1.0], cv=2, scoring=host_only
+    )
+    with sklearn.config_context(array_api_dispatch=True):
+        with pytest.raises(
+            ValueError,
+            match=r"MarginSoftmaxClassifierCV: scoring=<function(.|\n)*torch input"
+            r"(.|\n)*NumPy arrays only(.|\n)*X\.cpu\(\)\.numpy\(\)",
+        ):
+            search.fit(torch.asarray(X), torch.asarray(y))

@@ -42,6 +42,7 @@ from ._calibration import fit_temperature, logits_from_decision
 from ._cv_path import check_folds, fit_fold, full_class_logits
 from ._namespace import (
     fit_inputs,
+    named_scoring_failure,
     predict_cv_array_api,
     routed_namespace,
     to_namespace_attributes,
@@ -236,7 +237,7 @@ class _BaseMarginSoftmaxCV(
                 estimator, rows.X_test, rows.y_test, sample_weight=rows.sw_test
             )
 
-        return score
+        return named_scoring_failure(score, self.scoring, type(self).__name__)
 
     @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):

@@ -31,6 +31,7 @@ from .._utils.array_api import (
     fitted_on_device,
     float64_supported,
     input_namespace,
+    namespace_name,
     to_device,
     to_numpy,
 )
@@ -92,6 +93,33 @@ def held_out_logits(estimator, features):
     if namespace is None:
         return estimator._logits_of_features(features)
     return to_numpy(namespace_logits(estimator, features, *namespace))
+
+
+def named_scoring_failure(score, scoring, name):
+    """Wrap a user's ``scoring`` so that its failure on array API rows is named.
+
+    Some of scikit-learn's metrics do not take array API inputs yet (in 1.9,
+    ``"roc_auc_ovr"`` fails inside torch with a ``TypeError`` about ``diff``;
+    ``GridSearchCV`` fails the same way): the error then says which scoring
+    failed, on what, and what to do. NumPy rows call ``score`` unchanged.
+    """
+
+    def score_rows(estimator, rows, logits):
+        if input_namespace(rows.X_test) is None:
+            return score(estimator, rows, logits)
+        try:
+            return score(estimator, rows, logits)
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(
+                f"{name}: scoring={scoring!r} failed on the held-out rows "
+                f"({namespace_name(rows.X_test)} input, array_api_dispatch on; "
+                f"{type(exc).__name__}: {exc}). Not every scikit-learn metric "
+                "supports array API inputs: use one that does (the default "
+                "scoring=None, accuracy, or 'neg_log_loss'), or fit on NumPy "
+                "arrays (X.cpu().numpy() for a torch tensor)."
+            ) from exc
+
+    return score_rows
 
 
 def scale_gamma_namespace(X, sample_weight, xp):
