@@ -84,7 +84,9 @@ _ATTRIBUTES_DOC = """
         ``(n_folds, *grid_shape, n_path)`` (see ``cv_results_["params"]`` for
         the order).
     n_iter_ : ndarray of int, same shape as ``scores_``
-        L-BFGS iterations of each warm-started fit.
+        L-BFGS iterations of each warm-started fit. Both arrays are in ``X``'s
+        namespace and on its device after a fit on array API inputs
+        (:ref:`array_api`).
     cv_results_ : dict of ndarray
         As :class:`~sklearn.model_selection.GridSearchCV`'s: ``params``,
         ``param_<name>``, ``split<k>_test_score``, ``mean_test_score``,
