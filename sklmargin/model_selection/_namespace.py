@@ -35,14 +35,6 @@ from .._utils.array_api import (
     to_device,
     to_numpy,
 )
-from ..estimators._namespace import (
-    _check_same_namespace,
-    namespace_labels,
-    namespace_logits,
-    namespace_model_logits,
-    namespace_probabilities,
-    predict_array_api,
-)
 
 
 def fit_inputs(estimator, X, y, sample_weight, xp):
@@ -92,6 +84,8 @@ def held_out_logits(estimator, features):
     namespace = input_namespace(features)
     if namespace is None:
         return estimator._logits_of_features(features)
+    from ..estimators._namespace import namespace_logits
+
     return to_numpy(namespace_logits(estimator, features, *namespace))
 
 
@@ -189,6 +183,16 @@ def predict_cv_array_api(cv_estimator, method, X, namespace):
     classes the difference ``z_1 - z_0`` and ``[0, z_1 - z_0]``, and the
     calibrated ``softmax(z / T)``.
     """
+    # Loaded on first use, as the base estimators load it: importing
+    # sklmargin loads no array API module.
+    from ..estimators._namespace import (
+        _check_same_namespace,
+        namespace_labels,
+        namespace_model_logits,
+        namespace_probabilities,
+        predict_array_api,
+    )
+
     xp, device = namespace if namespace is not None else (None, None)
     models = fitted_models(cv_estimator)
     _check_same_namespace(models[0], X, method, xp, device, owner=cv_estimator)
