@@ -308,8 +308,13 @@ _CV_METHODS = (
 
 
 def _chosen_point(search):
+    """The chosen hyper-parameters that are numbers (``m_`` is None for softmax)."""
     names = ("C_", "s_", "m_", "gamma_")
-    return {name: getattr(search, name) for name in names if hasattr(search, name)}
+    return {
+        name: getattr(search, name)
+        for name in names
+        if getattr(search, name, None) is not None
+    }
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
