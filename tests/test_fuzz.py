@@ -263,3 +263,24 @@ def test_defect_d4_a_softmax_scale_times_norm_beyond_float32():
         clf64 = MarginSoftmaxClassifier(loss="a-softmax", s=100.0)
         proba64 = clf64.fit(X.astype(np.float64), y).predict_proba(X)
     assert np.all(np.isfinite(proba)) and np.all(np.isfinite(proba64))
+
+
+def test_defect_d5_softmax_raw_logits_of_huge_float32_rows():
+    # Found on the round-3 main (seed 25000): a line-search trial times float32
+    # rows of 1e20 overflowed the raw-logit GEMM of loss="softmax" (the angle
+    # losses already fell back to float64 there).
+    from fuzz_cases import check_case
+
+    spec = {
+        "seed": 37731, "counts": [3, 2, 3, 2, 1, 1], "n_features": 6,
+        "dtype": "float32", "sparse": False, "magnitude": 1e20, "integer": True,
+        "constant_columns": 0, "zero_rows": 0, "duplicates": 0,
+        "string_labels": "float", "outlier": False, "separation": 10.0,
+        "weights": None,
+    }  # fmt: skip
+    params = {
+        "loss": "softmax", "m": None, "s": 100.0, "t": 1.0, "C": 1.0,
+        "fit_intercept": True, "class_weight": "balanced", "constant_feature": 0.0,
+        "max_iter": 5, "warm_start": False, "random_state": 47,
+    }  # fmt: skip
+    assert check_case("MarginSoftmaxClassifier", params, spec) != "failure"

@@ -177,7 +177,13 @@ class LinearMarginObjective:
             w_hat = coef / w_norm[:, None]
         else:
             w_hat, w_norm = coef, None
-            cos = np.asarray(self.X @ coef.T.astype(self.dtype))
+            with np.errstate(over="ignore"):
+                cos = np.asarray(self.X @ coef.T.astype(self.dtype))
+            if cos.dtype != np.float64 and not np.all(np.isfinite(cos)):
+                # Raw logits of float32 rows of 1e20 and a line-search trial's
+                # coefficients overflow float32 (found by the fuzzer): in float64
+                # they are a large finite objective L-BFGS backtracks from.
+                cos = np.asarray(self.X.astype(np.float64) @ coef.T)
         with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: see below
             scale = self.margin.logit_scale(self.s, self.norms, w_norm)
         if cos.dtype != np.float64 and not _scale_fits(scale, cos.dtype):
