@@ -101,9 +101,18 @@ def to_device(array, xp, device, dtype=None):
 
 
 def numpy_dtype(dtype):
-    """Return the NumPy dtype of the same name as an array API dtype."""
+    """Return the NumPy dtype of the same name as an array API dtype.
+
+    CuPy's (and ``array_api_compat.numpy``'s) dtypes *are* NumPy's scalar
+    types (``cupy.float64 is numpy.float64``), whose ``str`` is
+    ``"<class 'numpy.float64'>"``: those convert directly; torch's and
+    array-api-strict's (``torch.float64``, ``array_api_strict.float64``) by
+    the name after the last dot.
+    """
     if isinstance(dtype, np.dtype):
         return dtype
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        return np.dtype(dtype)
     name = str(dtype).rsplit(".", 1)[-1]
     return np.dtype(name)
 

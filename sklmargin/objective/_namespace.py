@@ -85,11 +85,12 @@ def namespace_cross_entropy(z, target_indicator, sw, xp):
 
 
 def _check_margin_output(margin, values, xp):
-    if isinstance(values, np.ndarray) and xp is not np:
+    # array_api_compat's NumPy namespace holds NumPy arrays: those are its own.
+    if isinstance(values, np.ndarray) and not array_api_compat.is_numpy_namespace(xp):
         raise TypeError(
             f"The margin {margin!r} returned NumPy arrays for "
             f"{xp.__name__} input: a margin used with array API inputs must "
-            "compute with the namespace of its argument (see sklmargin._margins)."
+            "compute with the namespace of its argument (see sklmargin.losses)."
         )
 
 
