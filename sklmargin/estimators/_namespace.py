@@ -372,7 +372,12 @@ def namespace_model_logits(estimator, X, xp, device):
 def namespace_labels(classes, indices, xp, device):
     """``classes[indices]`` on the device; NumPy for labels with no array API dtype."""
     if classes.dtype.kind in "biuf":
-        return xp.take(to_device(classes, xp, device), indices)
+        try:
+            return xp.take(to_device(classes, xp, device), indices)
+        except (NotImplementedError, RuntimeError, TypeError):
+            # torch cannot index uint64 tensors (index_select): the labels are
+            # looked up on the host and moved to the device (n numbers).
+            return to_device(classes[to_numpy(indices)], xp, device)
     # String labels have no array API dtype: NumPy, as scikit-learn.
     return classes[to_numpy(indices)]
 

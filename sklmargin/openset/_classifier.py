@@ -23,6 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._utils.array_api import input_namespace
 from .._utils.compat import Interval, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import check_two_classes, check_weights
@@ -214,7 +215,18 @@ class OpenSetClassifier(
         A DataFrame is passed to the estimator as given (a Pipeline may select
         its columns by name); anything else as the checked array. Values are
         the estimator's business (NaN, dtype), so they are not checked here.
+        Array API input under dispatch (torch, CuPy) is refused by name: the
+        threshold and the labels are NumPy here, and a silent host copy of
+        device rows is what the array API path promises never to make.
         """
+        if input_namespace(X) is not None:
+            raise ValueError(
+                f"{type(self).__name__} takes NumPy arrays only, but X is of type "
+                f"{type(X).__module__}.{type(X).__name__} under "
+                "array_api_dispatch: pass a NumPy copy (X.cpu().numpy() for "
+                "torch). Its estimator alone fits and predicts on the device; "
+                "see the array API page of the documentation."
+            )
         checked = validate_data(
             self,
             X,

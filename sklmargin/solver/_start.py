@@ -12,6 +12,7 @@ from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
+from .._utils.array_api import to_numpy
 from .._utils.blocks import rows_per_block
 from ..losses._additive import Softmax
 from ..objective._linear import LinearMarginObjective
@@ -242,11 +243,13 @@ def warm_start_params(estimator, objective):
         return None
     params = np.zeros(objective.n_params)
     coef, intercept = objective.unpack(params)
+    # A model fitted on a device (torch, CuPy) holds its attributes there: a
+    # NumPy refit starts from their host copy.
     if lifted:
-        coef[:, :-1] = estimator.coef_
-        coef[:, -1] = estimator.constant_coef_
+        coef[:, :-1] = to_numpy(estimator.coef_)
+        coef[:, -1] = to_numpy(estimator.constant_coef_)
     else:
-        coef[:] = estimator.coef_
+        coef[:] = to_numpy(estimator.coef_)
     if intercept is not None:
-        intercept[:] = estimator.intercept_
+        intercept[:] = to_numpy(estimator.intercept_)
     return params
