@@ -1,0 +1,94 @@
+"""Edge cases of the array API path found in review, each a regression test.
+
+Skips (naming the package) without torch or array-api-strict, and without
+scipy's array API mode (conftest.py sets ``SCIPY_ARRAY_API=1``).
+"""
+
+import os
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.datasets import make_classification
+
+from sklmargin import MarginSoftmaxClassifier, OpenSetClassifier, RandomFourierFeatures
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SCIPY_ARRAY_API") != "1",
+    reason="scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1",
+)
+
+
+@pytest.fixture
+def data():
+    X, y = make_classification(
+        n_samples=60, n_features=4, n_informative=3, n_redundant=0, random_state=0
+    )
+    return X, y
+
+
+def test_numpy_typed_namespace_fits_like_cupy(data):
+    """CuPy's dtypes are NumPy's scalar types (cupy.float64 is numpy.float64).
+
+    array_api_compat's NumPy namespace has the same property and runs without
+    a GPU: the fit used to fail with 'data type "float64'>" not understood'.
+    """
+    from sklmargin._utils.array_api import numpy_dtype
+    from sklmargin._utils.compat import array_api_compat
+    from sklmargin.estimators._namespace import fit_array_api
+
+    xp = array_api_compat.array_namespace(np.zeros(1))
+    assert numpy_dtype(xp.float64) == np.dtype("float64")
+    X, y = data
+    fitted = fit_array_api(MarginSoftmaxClassifier(), X, y, None, xp, "cpu")
+    reference = MarginSoftmaxClassifier().fit(X, y)
+    np.testing.assert_allclose(fitted.coef_, reference.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_numpy_warm_refit_of_a_device_model(data):
+    xps = pytest.importorskip("array_api_strict", reason="needs array-api-strict")
+    X, y = data
+    device = xps.Device("device1")
+    clf = MarginSoftmaxClassifier(warm_start=True)
+    with sklearn.config_context(array_api_dispatch=True):
+        clf.fit(xps.asarray(X, device=device), xps.asarray(y, device=device))
+        # used to raise "Can't convert array on device1 to a NumPy array"
+        clf.fit(X, y)
+    assert isinstance(clf.coef_, np.ndarray)
+    cold = MarginSoftmaxClassifier().fit(X, y)
+    np.testing.assert_array_equal(clf.predict(X), cold.predict(X))
+
+
+def test_uint64_labels_predict_on_torch(data):
+    torch = pytest.importorskip("torch", reason="needs torch")
+    X, y = data
+    labels = y.astype(np.uint64) + np.uint64(2**63)
+    reference = MarginSoftmaxClassifier().fit(X, labels).predict(X)
+    with sklearn.config_context(array_api_dispatch=True):
+        clf = MarginSoftmaxClassifier().fit(torch.asarray(X), torch.asarray(labels))
+        predicted = clf.predict(torch.asarray(X))  # torch has no uint64 index_select
+    assert predicted.dtype == torch.uint64
+    np.testing.assert_array_equal(predicted.numpy(), reference)
+
+
+def test_open_set_classifier_refuses_device_rows_by_name(data):
+    torch = pytest.importorskip("torch", reason="needs torch")
+    X, y = data
+    with sklearn.config_context(array_api_dispatch=True):
+        with pytest.raises(ValueError, match="OpenSetClassifier takes NumPy arrays"):
+            OpenSetClassifier(MarginSoftmaxClassifier(), cv=3).fit(
+                torch.asarray(X), torch.asarray(y)
+            )
+        fitted = OpenSetClassifier(MarginSoftmaxClassifier(), cv=3).fit(X, y)
+        with pytest.raises(ValueError, match="X.cpu\\(\\).numpy\\(\\)"):
+            fitted.predict(torch.asarray(X))
+
+
+@pytest.mark.parametrize("value", [0.1, 0.3, 7.7])
+def test_gamma_scale_of_constant_weighted_data_is_one(value):
+    """Round-off of the weighted mean is no variance (gamma_ was up to 1e33)."""
+    X = np.full((1000, 3), value)
+    weights = np.random.default_rng(0).uniform(0.1, 2.0, 1000)
+    rff = RandomFourierFeatures(n_components=4, random_state=0)
+    assert rff.fit(X, sample_weight=weights).gamma_ == 1.0
+    assert rff.fit(X).gamma_ == 1.0
