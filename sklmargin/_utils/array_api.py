@@ -48,12 +48,18 @@ def _is_host(array):
 def input_namespace(X):
     """``(xp, device)`` of an array API input under dispatch, else None.
 
-    None for NumPy arrays, sparse matrices, lists and data frames, and for any
-    input while dispatch is off (scikit-learn then converts it with
-    ``np.asarray``, its usual behaviour): those take the NumPy code path,
-    which this check leaves as it was (one ``isinstance`` for an ndarray).
+    None for NumPy arrays, sparse matrices, lists, data frames and Dask
+    collections, and for any input while dispatch is off (scikit-learn then
+    converts it with ``np.asarray``, its usual behaviour): those take the
+    NumPy code path, which this check leaves as it was (one ``isinstance``
+    for an ndarray).
     """
     if isinstance(X, np.ndarray) or _is_host(X) or not dispatch_enabled():
+        return None
+    if type(X).__module__.startswith("dask."):
+        # array_api_compat wraps Dask arrays too, but the estimators have a
+        # Dask path and the maps read Dask as NumPy (the documented
+        # behaviour): the device path would make their fitted arrays Dask.
         return None
     xp = array_api_compat.array_namespace(X)
     return xp, array_api_compat.device(X)
@@ -126,22 +132,102 @@ def float64_supported(xp, device):
     return True
 
 
+#: Block-sized temporaries a namespace block holds at once. The NumPy code
+#: reuses one buffer per block through ``out=``, which the array API standard
+#: lacks: a namespace block allocates a new array per operation, and up to
+#: this many are alive together (a distance block, its clipped copy, its
+#: exponential; a projection and two feature groups).
+_NAMESPACE_TEMPORARIES = 4
+
+
 def row_slices(n_rows, row_bytes):
     """Consecutive row slices within the NumPy code's block budget.
 
     :func:`sklmargin._utils.blocks.rows_per_block` rows each (read at call
-    time: the tests that shrink the budget shrink these blocks too).
+    time: the tests that shrink the budget shrink these blocks too), for
+    ``row_bytes`` times :data:`_NAMESPACE_TEMPORARIES`: the temporaries of a
+    block, together, stay within the budget, as the NumPy code's do. Smaller
+    temporaries also stay small in the allocator: with one budget per
+    temporary, a torch kernel fit of 100k x 500 features peaked at 1.3-1.9x
+    the NumPy fit's resident memory (freed blocks kept by glibc), with a
+    quarter at 1.0-1.2x (``docs/array_api.rst``, device memory).
     """
-    block = blocks.rows_per_block(row_bytes)
+    block = blocks.rows_per_block(row_bytes * _NAMESPACE_TEMPORARIES)
     return [
         slice(start, min(start + block, n_rows)) for start in range(0, n_rows, block)
     ]
 
 
-def fitted_on_device(estimator):
-    """Whether ``estimator`` was fitted on array API inputs (``coef_`` not NumPy)."""
-    coef = getattr(estimator, "coef_", None)
-    return coef is not None and not isinstance(coef, np.ndarray)
+def fitted_on_device(estimator, attribute="coef_"):
+    """Whether ``estimator`` was fitted on array API inputs.
+
+    Parameters
+    ----------
+    estimator : object
+    attribute : str, default="coef_"
+        A fitted array attribute: NumPy after a NumPy fit, in the input's
+        namespace after an array API fit.
+
+    Returns
+    -------
+    bool
+        False when the attribute is missing (not fitted) or a NumPy array.
+    """
+    fitted = getattr(estimator, attribute, None)
+    return fitted is not None and not isinstance(fitted, np.ndarray)
+
+
+def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
+    """Refuse ``X`` from another namespace or device than a fitted array's.
+
+    Parameters
+    ----------
+    fitted : array
+        A fitted attribute (``coef_``, a map's ``components_``): NumPy after a
+        NumPy fit, on the fit's device after an array API fit.
+    X : array
+        The input of ``method``.
+    name : str
+        What the user called, for the message (``"NystroemFeatures.transform()"``).
+    method : str
+        The method's name (``"transform"``).
+    xp, device : namespace and device of ``X``, or None for host input
+        As returned by :func:`input_namespace`.
+    verb : str, default="predict"
+        What the user would do on the device, for the dispatch-off hint.
+
+    Raises
+    ------
+    ValueError
+        Naming both namespaces (or both devices) and the remedies.
+    """
+    fitted_name = namespace_name(fitted)
+    given = "numpy" if xp is None else namespace_name(X)
+    if fitted_name == given:
+        fitted_device = (
+            array_api_compat.device(fitted) if fitted_name != "numpy" else "cpu"
+        )
+        if xp is None or fitted_device == device:
+            return
+        detail = f"Devices used during fit ({fitted_device}) and {method} ({device})"
+    else:
+        detail = (
+            f"Array namespaces used during fit ({fitted_name}) and {method} ({given})"
+        )
+    # With dispatch off every input is read as NumPy (a cpu tensor included):
+    # the likely cause is a session that fitted with dispatch on.
+    hint = (
+        " array_api_dispatch is off, so X was read as NumPy: turn it on with "
+        f"sklearn.set_config(array_api_dispatch=True) to {verb} on the device."
+        if not dispatch_enabled() and fitted_name != "numpy"
+        else ""
+    )
+    raise ValueError(
+        f"Inputs passed to {name} must use the same namespace and the same device "
+        f"as those passed to fit(). {detail} differ. Move X to the fit's "
+        "namespace and device, or move the estimator to X's with scikit-learn's "
+        f"move_estimator_to.{hint}"
+    )
 
 
 def host_inputs(y, sample_weight):
@@ -172,3 +258,78 @@ def to_numpy_weights(sample_weight, n_samples):
 
     weights = sample_weight if _is_host(sample_weight) else to_numpy(sample_weight)
     return check_weights(weights, n_samples)
+
+
+def supports_slice_assignment(xp, device):
+    """Whether arrays of ``xp`` take ``a[rows, :] = block`` (torch, CuPy, strict).
+
+    The array API standard leaves ``__setitem__`` optional (JAX arrays are
+    immutable): where it is refused, callers keep their blocks and concatenate,
+    at the cost of a second copy of the output.
+    """
+    probe = xp.zeros((2, 1), device=device)
+    try:
+        probe[0:1, :] = xp.ones((1, 1), device=device)
+    except (TypeError, ValueError, NotImplementedError, AttributeError):
+        return False
+    return True
+
+
+class RowBlockWriter:
+    """Assemble an array from row blocks, in place where the namespace allows.
+
+    Writes each block into one preallocated (or given) array, so that the
+    result is the only full-size allocation; a namespace that refuses slice
+    assignment gets the blocks concatenated at the end instead.
+
+    Parameters
+    ----------
+    xp : namespace
+    shape : tuple of int
+        The result's shape; rows first.
+    dtype : dtype of ``xp``
+    device : device of ``xp``
+    out : array, default=None
+        Write into this array (same shape and dtype) instead of a new one:
+        overwriting rows the caller owns and needs no more.
+    """
+
+    def __init__(self, xp, shape, dtype, device, out=None):
+        self.xp = xp
+        self.in_place = supports_slice_assignment(xp, device)
+        self.blocks = []
+        self.out = None
+        if self.in_place:
+            self.out = (
+                xp.empty(shape, dtype=dtype, device=device) if out is None else out
+            )
+
+    def write(self, rows, block):
+        """Set ``result[rows]`` to ``block`` (blocks in row order)."""
+        if self.in_place:
+            self.out[rows, ...] = block
+        else:
+            self.blocks.append(block)
+
+    def write_columns(self, rows, parts):
+        """Set ``result[rows]`` to the column groups ``parts``, left to right.
+
+        ``parts`` may be a generator: in place, each group is written as it
+        comes, so that only one group's temporary is alive at a time.
+        """
+        if not self.in_place:
+            self.blocks.append(self.xp.concat(list(parts), axis=1))
+            return
+        start = 0
+        for part in parts:
+            stop = start + part.shape[1]
+            self.out[rows, start:stop] = part
+            start = stop
+
+    def result(self):
+        """Return the assembled array."""
+        if self.in_place:
+            return self.out
+        if len(self.blocks) == 1:
+            return self.blocks[0]
+        return self.xp.concat(self.blocks, axis=0)
