@@ -274,7 +274,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         from ..features._namespace import fit_map_namespace
 
         dtype = self._resolve_compute_dtype(X.shape[0], numpy_dtype(X.dtype))
-        X = xp.astype(X, getattr(xp, dtype.name))
+        # No copy when X has the dtype already (the standard's astype copies).
+        X = xp.astype(X, getattr(xp, dtype.name), copy=False)
         feature_map = fit_map_namespace(
             self._new_feature_map(), X, sample_weight, xp, device
         )
@@ -283,7 +284,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     def _map_features_namespace(self, X, xp, device):
         from ..features._namespace import transform_namespace
 
-        X = xp.astype(X, getattr(xp, self.compute_dtype_))
+        X = xp.astype(X, getattr(xp, self.compute_dtype_), copy=False)
         return transform_namespace(self.feature_map_, X, xp, device)
 
     def _fold_features(self, X_train, sample_weight, X_test):

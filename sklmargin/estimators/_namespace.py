@@ -36,10 +36,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._utils.array_api import (
+    RowBlockWriter,
     _is_host,
-    dispatch_enabled,
+    check_same_namespace,
     float64_supported,
-    namespace_name,
     numpy_dtype,
     row_slices,
     to_device,
@@ -69,8 +69,12 @@ def namespace_row_norms(X, xp):
     row blocks; rows whose squared norm would overflow are recomputed scaled
     by their largest entry.
     """
-    wide = _wide(xp, array_api_compat.device(X))
-    parts = []
+    device = array_api_compat.device(X)
+    wide = _wide(xp, device)
+    # Written into one vector: per-block vectors kept in a list would pin
+    # the heap between the blocks' large temporaries (measured: glibc then
+    # kept ~130 MB of freed torch blocks resident on 100k x 500 rows).
+    out = RowBlockWriter(xp, (X.shape[0],), wide, device)
     for rows in row_slices(X.shape[0], 8 * max(X.shape[1], 1)):
         block = xp.astype(X[rows, :], wide)
         squared = xp.sum(block * block, axis=1)
@@ -81,10 +85,10 @@ def namespace_row_norms(X, xp):
             squared = xp.where(
                 peak > 0, safe * xp.sqrt(xp.sum(scaled * scaled, axis=1)), 0.0
             )
-            parts.append(squared)  # already the norms
+            out.write(rows, squared)  # already the norms
         else:
-            parts.append(xp.sqrt(squared))
-    return xp.concat(parts) if len(parts) != 1 else parts[0]
+            out.write(rows, xp.sqrt(squared))
+    return out.result()
 
 
 def _lifted(norms, constant, xp):
@@ -108,11 +112,35 @@ def namespace_lift_constant(norms, n_features, sample_weight, constant_feature, 
     return float(constant_feature) * peak * float(np.sqrt(mean_square))
 
 
-def namespace_prepare_rows(X, xp, *, normalize, constant=0.0, norms=None):
-    """:func:`sklmargin.objective._rows.prepare_rows` in the namespace (a new array).
+def namespace_prepare_rows(
+    X, xp, *, normalize, constant=0.0, norms=None, overwrite=False
+):
+    """:func:`sklmargin.objective._rows.prepare_rows` in the namespace.
 
     Unit rows ``[x, c] / |[x, c]|``: the product in float64, then cast to
-    ``X``'s dtype, by row blocks; ``norms`` in ``X``'s dtype.
+    ``X``'s dtype, by row blocks written into one array.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features)
+        float32 or float64 rows of namespace ``xp``.
+    xp : namespace
+    normalize : bool
+        Whether the loss works on unit rows (every loss but plain softmax).
+    constant : float, default=0.0
+        Lifting constant ``c``; 0 means no lift.
+    norms : array of shape (n_samples,), default=None
+        The plain row norms (:func:`namespace_row_norms`), if known.
+    overwrite : bool, default=False
+        Normalise an unlifted ``X`` in place (the caller owns it and needs it
+        no more: the kernel estimator's mapped rows), as the NumPy path does,
+        so that the fit holds one ``n x M`` matrix, not two. Ignored where the
+        namespace refuses slice assignment.
+
+    Returns
+    -------
+    PreparedRows
+        ``norms`` in ``X``'s dtype.
     """
     if not normalize:
         return PreparedRows(X, None, 0.0)
@@ -121,16 +149,21 @@ def namespace_prepare_rows(X, xp, *, normalize, constant=0.0, norms=None):
         namespace_row_norms(X, xp) if norms is None else norms, constant, xp
     )
     inverse = 1.0 / xp.maximum(norms, TINY_NORM)
-    blocks = []
+    shape = (X.shape[0], X.shape[1] + (1 if constant else 0))
+    device = array_api_compat.device(X)
+    writer = RowBlockWriter(
+        xp, shape, dtype, device, out=X if overwrite and not constant else None
+    )
     for rows in row_slices(X.shape[0], 8 * (X.shape[1] + 1)):
         factors = inverse[rows][:, None]
-        unit = xp.astype(xp.astype(X[rows, :], inverse.dtype) * factors, dtype)
+        unit = xp.astype(X[rows, :], inverse.dtype)
+        unit *= factors  # in place: one wide temporary per block
+        unit = xp.astype(unit, dtype, copy=False)
         if constant:
             column = xp.astype(constant * factors, dtype)
             unit = xp.concat([unit, column], axis=1)
-        blocks.append(unit)
-    unit = xp.concat(blocks, axis=0) if len(blocks) != 1 else blocks[0]
-    return PreparedRows(unit, xp.astype(norms, dtype), float(constant))
+        writer.write(rows, unit)
+    return PreparedRows(writer.result(), xp.astype(norms, dtype), float(constant))
 
 
 # -- fit ---------------------------------------------------------------------------
@@ -166,7 +199,12 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
     )
     estimator.classes_ = classes
     y_device = to_device(y_encoded.astype(np.int64), xp, device)
+    # Rows the map made in this call are ours to normalise in place, as the
+    # NumPy fit does; a CV fold's premapped rows serve every point of its path.
+    premapped = "_premapped" in vars(estimator)
     features = estimator._fit_feature_map_namespace(X, sample_weight, xp, device)
+    # L-Softmax's softmax start works on the raw rows: kept until the start.
+    raw_start = margin.start == "softmax-solution"
     norms = namespace_row_norms(features, xp) if margin.uses_angle else None
     constant = (
         namespace_lift_constant(
@@ -176,8 +214,12 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
         else 0.0
     )
     rows = namespace_prepare_rows(
-        features, xp, normalize=margin.uses_angle, constant=constant, norms=norms
-    )
+        features, xp, normalize=margin.uses_angle, constant=constant, norms=norms,
+        overwrite=features is not X and not premapped and not raw_start,
+    )  # fmt: skip
+    # Only the start may need the raw rows: the solve holds the prepared ones.
+    raw = [features] if raw_start else []
+    del features, norms
     dtype = numpy_dtype(rows.X.dtype)
     largest = None if rows.norms is None else np.array([float(xp.max(rows.norms))])
     checked_logit_scale(
@@ -192,9 +234,11 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
     totals = np.bincount(y_encoded, sample_weight, minlength=len(classes))
 
     def cold_start():
-        if margin.start == "softmax-solution":
+        if raw_start:
+            # The raw rows are released once the start is solved (a warm
+            # start never calls this and keeps them to the end of fit).
             start = NamespaceMarginObjective(
-                PreparedRows(features, None, 0.0), y_device, len(classes),
+                PreparedRows(raw.pop(), None, 0.0), y_device, len(classes),
                 sample_weight, Softmax(), 0.0, 1.0, *settings, xp=xp, device=device,
             )  # fmt: skip
             x0 = start_params(start, totals, None, estimator.random_state)
@@ -233,32 +277,11 @@ def _check_same_namespace(estimator, X, method, xp, device, owner=None):
 
     ``owner`` is the estimator the user called, when it is not ``estimator``
     (a CV estimator predicting with its fitted model): the error names it.
+    The check itself is :func:`sklmargin._utils.array_api.check_same_namespace`,
+    shared with the feature maps' ``transform``.
     """
-    coef = estimator.coef_
     name = f"{type(estimator if owner is None else owner).__name__}.{method}()"
-    fitted = namespace_name(coef)
-    given = "numpy" if xp is None else namespace_name(X)
-    if fitted == given:
-        fitted_device = array_api_compat.device(coef) if fitted != "numpy" else "cpu"
-        if xp is None or fitted_device == device:
-            return
-        detail = f"Devices used during fit ({fitted_device}) and {method} ({device})"
-    else:
-        detail = f"Array namespaces used during fit ({fitted}) and {method} ({given})"
-    # With dispatch off every input is read as NumPy (a cpu tensor included):
-    # the likely cause is a session that fitted with dispatch on.
-    hint = (
-        " array_api_dispatch is off, so X was read as NumPy: turn it on with "
-        "sklearn.set_config(array_api_dispatch=True) to predict on the device."
-        if not dispatch_enabled() and fitted != "numpy"
-        else ""
-    )
-    raise ValueError(
-        f"Inputs passed to {name} must use the same namespace and the same device "
-        f"as those passed to fit(). {detail} differ. Move X to the fit's "
-        "namespace and device, or move the estimator to X's with scikit-learn's "
-        f"move_estimator_to.{hint}"
-    )
+    check_same_namespace(estimator.coef_, X, name, method, xp, device)
 
 
 def namespace_logits(estimator, X, xp, device):
