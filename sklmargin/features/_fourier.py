@@ -27,7 +27,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
-from .._utils.array_api import input_namespace, to_numpy_weights
+from .._utils.array_api import fitted_on_device, input_namespace
 from .._utils.blocks import rows_per_block
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -259,9 +259,7 @@ class RandomFourierFeatures(
         if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
             from ._namespace import fit_map_namespace
 
-            return fit_map_namespace(
-                self, X, to_numpy_weights(sample_weight, X.shape[0]), *namespace
-            )
+            return fit_map_namespace(self, X, sample_weight, *namespace)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         sample_weight = check_weights(sample_weight, X.shape[0])
         n_features = X.shape[1]
@@ -299,10 +297,13 @@ class RandomFourierFeatures(
             ``[cos, sin]`` features (plus one random-phase cosine for odd widths),
             float32 for float32 input, float64 otherwise.
         """
-        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+        namespace = input_namespace(X)
+        # A map fitted on a device refuses host input there (it would fail
+        # on the device arrays): the estimators' namespace check and message.
+        if namespace is not None or fitted_on_device(self, "random_weights_"):
             from ._namespace import transform_namespace
 
-            return transform_namespace(self, X, *namespace)
+            return transform_namespace(self, X, *(namespace or (None, None)))
         check_is_fitted(self)
         X = validate_data(
             self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False

@@ -21,7 +21,7 @@ from sklearn.base import (
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils.array_api import input_namespace, to_numpy_weights
+from .._utils.array_api import fitted_on_device, input_namespace
 from .._utils.blocks import rows_per_block
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -225,9 +225,7 @@ class NystroemFeatures(
         if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
             from ._namespace import fit_map_namespace
 
-            return fit_map_namespace(
-                self, X, to_numpy_weights(sample_weight, X.shape[0]), *namespace
-            )
+            return fit_map_namespace(self, X, sample_weight, *namespace)
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         sample_weight = check_weights(sample_weight, X.shape[0])
         rng = check_random_state(self.random_state)
@@ -292,10 +290,13 @@ class NystroemFeatures(
         X_new : ndarray of shape (n_samples, n_components_)
             float32 for float32 input, float64 otherwise.
         """
-        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
+        namespace = input_namespace(X)
+        # A map fitted on a device refuses host input there (it would fail
+        # on the device arrays): the estimators' namespace check and message.
+        if namespace is not None or fitted_on_device(self, "components_"):
             from ._namespace import transform_namespace
 
-            return transform_namespace(self, X, *namespace)
+            return transform_namespace(self, X, *(namespace or (None, None)))
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         dtype = X.dtype
