@@ -36,8 +36,9 @@ import numpy as np
 from .._utils.array_api import float64_supported, row_slices, to_device, to_numpy
 from .._utils.compat import array_api_compat
 from ._interface import ParameterLayout
+from ._linear import LinearMarginObjective
 from ._pointwise import _scale_fits
-from ._rows import TINY_NORM
+from ._rows import TINY_NORM, PreparedRows
 
 
 class DeviceState:
@@ -234,6 +235,32 @@ class NamespaceMarginObjective:
         with np.errstate(over="ignore", invalid="ignore"):
             return self.margin.logit_scale(self.s, norms, w_norm)
 
+    def _host_objective(self, params):
+        """Return the NumPy objective on host rows for a trial the device cannot hold.
+
+        None unless ``params`` is a trial whose logit scale overflows float32
+        rows on a device without float64 (Apple's MPS), where the widening of
+        :meth:`_forward` is impossible. Then the trial is evaluated as the NumPy
+        fit evaluates it, in float64 on the host: a large finite objective
+        L-BFGS backtracks from, never NaN. The rows are copied to the host for
+        that evaluation only (a rare, documented copy, not kept: on unified
+        memory it would double the rows).
+        """
+        if self.dtype == np.float64 or self.wide != self.xp_dtype:
+            return None
+        coef, _ = self.unpack(params)
+        w_norm = None
+        if self.margin.uses_angle:
+            w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), TINY_NORM)
+        if _scale_fits(self._host_scale(w_norm), self.dtype):
+            return None
+        norms = None if self.norms is None else to_numpy(self.norms)
+        rows = PreparedRows(to_numpy(self.X), norms, self.constant)
+        return LinearMarginObjective(
+            rows, to_numpy(self.y), self.n_classes, self.sample_weight, self.margin,
+            self.m, self.s, self.C, self.fit_intercept,
+        )  # fmt: skip
+
     def _forward(self, params):
         """Cosines (raw logits for softmax) and logit scale on the device."""
         xp = self.xp
@@ -315,6 +342,11 @@ class NamespaceMarginObjective:
     def value_and_state(self, params, *, lam=0.0):
         """Exact objective at ``params`` and the non-target state there."""
         self.n_evaluations += 1
+        if (host := self._host_objective(params)) is not None:
+            value, state = host.value_and_state(params, lam=lam)
+            if state is not None:  # the mask lives on the device, as ours
+                state = DeviceState(to_device(state, self.xp, self.device), self.xp)
+            return value, state
         cos, scale, _, _, _ = self._forward(params)
         intercept = self._intercept_on_device(params, cos.dtype)
         loss, _, _, _, state = self._pointwise(
@@ -325,6 +357,10 @@ class NamespaceMarginObjective:
     def loss_gradient(self, params, *, lam=0.0, state=None):
         """Objective value and gradient (float64, host) at ``params``, one pass."""
         self.n_evaluations += 1
+        if (host := self._host_objective(params)) is not None:
+            if state is not None:
+                state = to_numpy(state.mask)
+            return host.loss_gradient(params, lam=lam, state=state)
         xp = self.xp
         coef, _ = self.unpack(params)
         depends_on_w = self.margin.scale_depends_on_w
@@ -369,6 +405,16 @@ class NamespaceMarginObjective:
         crossing each way.
         """
         xp = self.xp
+        if (host := self._host_objective(params)) is not None:
+
+            def on_host(intercept):
+                # The full NumPy evaluation at these prototypes: rare, as above.
+                trial = np.array(params, dtype=np.float64)
+                self.unpack(trial)[1][:] = intercept
+                value, grad = host.loss_gradient(trial)
+                return value, np.array(self.unpack(grad)[1])
+
+            return on_host
         cos, scale, _, _, _ = self._forward(params)
         cos = xp.astype(cos, self.wide)
         if not isinstance(scale, (int, float)):
