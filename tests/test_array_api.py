@@ -30,6 +30,7 @@ from sklmargin import (
     RandomFourierFeatures,
 )
 from sklmargin._utils.array_api import to_numpy
+from sklmargin._utils.compat import array_api_compat
 from sklmargin.losses import registered_margins
 from sklmargin.losses._support_vectors import with_support_vectors
 from sklmargin.objective import LinearMarginObjective
@@ -453,3 +454,128 @@ def test_cv_scoring_that_fails_on_the_device_is_named(data):
             r"(.|\n)*NumPy arrays only(.|\n)*X\.cpu\(\)\.numpy\(\)",
         ):
             search.fit(torch.asarray(X), torch.asarray(y))
+
+
+# -- device memory, devices without float64, the maps' public path ---------------
+@pytest.mark.parametrize("kind", ["rff", "nystroem"])
+def test_kernel_fit_holds_one_feature_matrix(kind, monkeypatch):
+    """Mapped rows are assembled and normalised in place, as the NumPy fit.
+
+    array-api-strict arrays are NumPy's, which tracemalloc sees: the peak of a
+    fit (and of the "scale" variance, never a float64 copy of X) is measured.
+    """
+    import tracemalloc
+
+    from sklmargin._utils import blocks
+    from sklmargin.features._namespace import weighted_variance
+
+    xp, device = _namespace("array_api_strict")
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 2**20)
+    n, width = 20_000, 200
+    rng = np.random.default_rng(0)
+    X = xp.asarray(rng.standard_normal((n, 8)), device=device)
+    y = xp.asarray(np.arange(n) % 3, device=device)
+    estimator = KernelMarginSoftmaxClassifier(
+        n_components=width, kernel_approximation=kind, random_state=0, max_iter=2
+    )
+    X32 = xp.asarray(rng.standard_normal((n, width)), dtype=xp.float32)
+    tracemalloc.start()
+    try:
+        with sklearn.config_context(array_api_dispatch=True):
+            with pytest.warns(Warning):  # max_iter=2 does not converge
+                estimator.fit(X, y)
+            fit_peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            weighted_variance(X32, np.ones(n), xp)
+            variance_peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert fit_peak < 1.3 * n * width * 8  # one float64 n x M matrix, plus blocks
+    assert variance_peak < 0.25 * n * width * 4  # a float64 copy would be 2x X
+
+
+def _without_float64(monkeypatch):
+    """Make the helpers believe the device has no float64 (Apple's MPS)."""
+    import sklmargin.estimators._namespace as estimators_ns
+    import sklmargin.features._namespace as features_ns
+    import sklmargin.objective._namespace as objective_ns
+
+    for module in (estimators_ns, features_ns, objective_ns):
+        monkeypatch.setattr(module, "float64_supported", lambda xp, device: False)
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_no_float64_device_far_rows_and_far_trials(data, namespace, monkeypatch):
+    """Far rows and far line-search trials are finite, as NumPy's float64 guards."""
+    from sklmargin.estimators._namespace import namespace_prepare_rows
+    from sklmargin.losses._registry import get_margin
+    from sklmargin.objective._namespace import NamespaceMarginObjective
+
+    xp, device = _namespace(namespace)
+    X, y = data
+    X = X.astype(np.float32)
+    estimator = KernelMarginSoftmaxClassifier(n_components=20, gamma=1.0)
+    reference = clone(estimator).set_params(random_state=0).fit(X, y)
+    far = np.full((1, X.shape[1]), 1e25, dtype=np.float32)
+    X[0] *= 1e28  # L-Softmax's |x||w| overflows float32 at |w| ~ 1e12
+    margin = get_margin("l-softmax")
+    rows_np = prepare_rows(X.copy(), normalize=True)
+    settings = (y, 3, np.ones(len(y)), margin, 1.5, None, 1.0, True)
+    params = np.zeros((3 * X.shape[1] + 3,))
+    params[:-3] = np.random.default_rng(0).standard_normal(3 * X.shape[1]) * 1e12
+    expected = LinearMarginObjective(rows_np, *settings).loss_gradient(params)
+    _without_float64(monkeypatch)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = (
+            clone(estimator)
+            .set_params(random_state=0)
+            .fit(xp.asarray(data[0].astype(np.float32), device=device), xp.asarray(y))
+        )
+        proba = to_numpy(fitted.predict_proba(xp.asarray(far, device=device)))
+        X_xp = xp.asarray(X, device=device)
+        xp = array_api_compat.array_namespace(X_xp)  # torch's compat wrapper
+        rows = namespace_prepare_rows(X_xp, xp, normalize=True)
+        objective = NamespaceMarginObjective(
+            rows, xp.asarray(y, device=device), *settings[1:], xp=xp, device=device
+        )
+        value, grad = objective.loss_gradient(params)
+    # float32 fits agree to ~1e-2 (docs); NumPy's far row is finite, not NaN.
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba, reference.predict_proba(far), atol=2e-2)
+    np.testing.assert_allclose(value, expected[0], rtol=1e-6)
+    assert np.all(np.isfinite(grad))
+
+
+@pytest.mark.parametrize("feature_map", [RandomFourierFeatures, NystroemFeatures])
+def test_maps_validate_and_check_the_namespace(data, feature_map):
+    xp, device = _namespace("array_api_strict")
+    X, _ = data
+    bad = {"NaN": X.copy(), "infinity": X.copy(), "2D": X[:, 0], "0 sample": X[:0]}
+    bad["NaN"][3, 1], bad["infinity"][3, 1] = np.nan, np.inf
+    for message, rows in bad.items():
+        with pytest.raises(ValueError, match=message):
+            feature_map(n_components=8).fit(rows)
+        with sklearn.config_context(array_api_dispatch=True):
+            with pytest.raises(ValueError, match=message):
+                feature_map(n_components=8).fit(xp.asarray(rows, device=device))
+    X_xp = xp.asarray(X, device=device)
+    on_host = feature_map(n_components=8, random_state=0).fit(X)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = feature_map(n_components=8, random_state=0).fit(X_xp)
+        name = rf"{feature_map.__name__}\.transform\(\)"
+        with pytest.raises(ValueError, match=name + ".*fit \\(array_api_strict\\)"):
+            fitted.transform(X)
+        with pytest.raises(ValueError, match=r"fit \(numpy\) and transform"):
+            on_host.transform(X_xp)
+        with pytest.raises(ValueError, match="Devices used during fit"):
+            fitted.transform(xp.asarray(X, device=xp.Device("device1")))
+    with pytest.raises(ValueError, match="same namespace(.|\n)*dispatch is off"):
+        fitted.transform(X)
+    # Dask input keeps the NumPy path (docs): NumPy fitted arrays.
+    da = pytest.importorskip("dask.array", reason="dask is not installed")
+    with sklearn.config_context(array_api_dispatch=True):
+        dask_fit = feature_map(n_components=8, random_state=0).fit(da.from_array(X))
+    arrays = [value for key, value in vars(dask_fit).items() if key.endswith("_")]
+    assert not any(type(value).__module__.startswith("dask") for value in arrays)
+    assert any(isinstance(value, np.ndarray) for value in arrays)
