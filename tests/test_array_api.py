@@ -559,6 +559,10 @@ def test_maps_validate_and_check_the_namespace(data, feature_map):
         with sklearn.config_context(array_api_dispatch=True):
             with pytest.raises(ValueError, match=message):
                 feature_map(n_components=8).fit(xp.asarray(rows, device=device))
+    constant = xp.asarray(np.full((300, 3), 0.1), device=device)
+    weights = np.random.default_rng(0).uniform(0.1, 2.0, 300)
+    with sklearn.config_context(array_api_dispatch=True):  # as NumPy's gamma_
+        assert feature_map().fit(constant, sample_weight=weights).gamma_ == 1.0
     X_xp = xp.asarray(X, device=device)
     on_host = feature_map(n_components=8, random_state=0).fit(X)
     with sklearn.config_context(array_api_dispatch=True):

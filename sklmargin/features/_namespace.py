@@ -81,7 +81,12 @@ def weighted_variance(X, sample_weight, xp):
     for rows in slices:
         centred = xp.astype(X[rows, :], wide) - mean
         row_squares.write(rows, xp.sum(centred * centred, axis=1))
-    return float(xp.sum(sw * row_squares.result())) / total_weight
+    variance = float(xp.sum(sw * row_squares.result())) / total_weight
+    # As the NumPy variance: constant data leave only the weighted mean's
+    # round-off, which is no variance (gamma_ would be up to 1e33).
+    if variance <= 16 * np.finfo(np.float64).eps * (variance + mean**2):
+        variance = 0.0
+    return variance
 
 
 def _move_fitted_arrays(feature_map, xp, device):
