@@ -150,7 +150,7 @@ def row_slices(n_rows, row_bytes):
     temporaries also stay small in the allocator: with one budget per
     temporary, a torch kernel fit of 100k x 500 features peaked at 1.3-1.9x
     the NumPy fit's resident memory (freed blocks kept by glibc), with a
-    quarter at 1.0-1.2x (``docs/array_api.rst``, device memory).
+    quarter at 1.0-1.3x (``docs/array_api.rst``, device memory).
     """
     block = blocks.rows_per_block(row_bytes * _NAMESPACE_TEMPORARIES)
     return [
