@@ -100,7 +100,7 @@ class NamespaceMarginObjective:
 
     The objective, its parameters (one flat float64 vector ``[V.ravel(), b]``)
     and its gradient are exactly those of
-    :class:`~sklmargin._objective.LinearMarginObjective`:
+    :class:`~sklmargin.objective._linear.LinearMarginObjective`:
 
     .. math::
 
@@ -400,7 +400,7 @@ class NamespaceMarginObjective:
         """``f(b) -> (value, gradient)`` over the bias, prototypes fixed.
 
         The namespace twin of the NumPy bias problem of
-        :func:`sklmargin._start.optimal_intercept`: one forward GEMM, then the
+        :func:`sklmargin.solver._start.optimal_intercept`: one forward GEMM, then the
         pointwise loss in float64 on the device per step, ``K`` numbers
         crossing each way.
         """
