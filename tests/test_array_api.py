@@ -497,12 +497,10 @@ def test_kernel_fit_holds_one_feature_matrix(kind, monkeypatch):
 
 def _without_float64(monkeypatch):
     """Make the helpers believe the device has no float64 (Apple's MPS)."""
-    import sklmargin.estimators._namespace as estimators_ns
-    import sklmargin.features._namespace as features_ns
-    import sklmargin.objective._namespace as objective_ns
+    import sklmargin._utils.array_api as array_api
 
-    for module in (estimators_ns, features_ns, objective_ns):
-        monkeypatch.setattr(module, "float64_supported", lambda xp, device: False)
+    # One probe decides for every namespace helper (wide_dtype asks it).
+    monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

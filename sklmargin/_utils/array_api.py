@@ -132,6 +132,15 @@ def float64_supported(xp, device):
     return True
 
 
+def wide_dtype(xp, device):
+    """Return the widest float ``device`` computes in: float64, else float32 (MPS).
+
+    Accumulations (norms, sums, the loss) run in it, as the NumPy path's run
+    in float64.
+    """
+    return xp.float64 if float64_supported(xp, device) else xp.float32
+
+
 #: Block-sized temporaries a namespace block holds at once. The NumPy code
 #: reuses one buffer per block through ``out=``, which the array API standard
 #: lacks: a namespace block allocates a new array per operation, and up to

@@ -39,14 +39,14 @@ from .._utils.array_api import (
     RowBlockWriter,
     _is_host,
     check_same_namespace,
-    float64_supported,
     numpy_dtype,
     row_slices,
     to_device,
     to_numpy,
+    wide_dtype,
 )
 from .._utils.compat import array_api_compat
-from .._utils.validation import check_sample_and_class_weight
+from .._utils.validation import check_sample_and_class_weight, check_two_classes
 from ..losses._additive import Softmax
 from ..objective._namespace import NamespaceMarginObjective, namespace_class_sums
 from ..objective._pointwise import checked_logit_scale
@@ -55,10 +55,6 @@ from ..solver._start import solve_softmax_start, start_params
 
 #: The fitted arrays that live on the fit's device.
 _DEVICE_ATTRIBUTES = ("coef_", "intercept_", "constant_coef_")
-
-
-def _wide(xp, device):
-    return xp.float64 if float64_supported(xp, device) else xp.float32
 
 
 # -- rows ------------------------------------------------------------------------
@@ -70,7 +66,7 @@ def namespace_row_norms(X, xp):
     by their largest entry.
     """
     device = array_api_compat.device(X)
-    wide = _wide(xp, device)
+    wide = wide_dtype(xp, device)
     # Written into one vector: per-block vectors kept in a list would pin
     # the heap between the blocks' large temporaries (measured: glibc then
     # kept ~130 MB of freed torch blocks resident on 100k x 500 rows).
@@ -177,11 +173,7 @@ def _host_labels_and_weights(estimator, X, y, sample_weight):
         )
     check_classification_targets(y)
     classes, y_encoded = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(
-            "This classifier needs samples of at least 2 classes in the data, "
-            f"but the data contains only one class: {classes[0]!r}."
-        )
+    check_two_classes(classes)
     if sample_weight is not None and not _is_host(sample_weight):
         sample_weight = to_numpy(sample_weight)
     sample_weight = check_sample_and_class_weight(
@@ -253,14 +245,14 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
             )
         sums = None
         if margin.start == "class-means":
-            sw_device = to_device(sample_weight, xp, device, dtype=_wide(xp, device))
+            sw_device = to_device(
+                sample_weight, xp, device, dtype=wide_dtype(xp, device)
+            )
             sums = namespace_class_sums(rows.X, y_device, sw_device, len(classes), xp)
         return start_params(objective, totals, sums, estimator.random_state), 0
 
-    # A warm start reads the previous solution on the host.
-    for name in _DEVICE_ATTRIBUTES:
-        if hasattr(estimator, name):
-            setattr(estimator, name, to_numpy(getattr(estimator, name)))
+    # A warm start reads the previous solution through to_numpy
+    # (solver._start.warm_start_params); _store_solution writes NumPy arrays.
     estimator._solve(objective, lambda_min, cold_start)
     for name in _DEVICE_ATTRIBUTES:
         setattr(estimator, name, to_device(getattr(estimator, name), xp, device))
@@ -296,7 +288,7 @@ def namespace_logits(estimator, X, xp, device):
     margin = estimator.margin_
     dtype = X.dtype
     np_dtype = numpy_dtype(dtype)
-    wide = _wide(xp, device)
+    wide = wide_dtype(xp, device)
     remedy = "predict with float64 input, or refit with a smaller s"
     coef = to_device(estimator.coef_, xp, device)
     intercept = xp.astype(to_device(estimator.intercept_, xp, device), dtype)
@@ -347,7 +339,7 @@ def _namespace_open_set_score(estimator, X, logits, xp, device):
     from ..features._nystroem import NystroemFeatures
     from ..openset._scores import open_set_temperature
 
-    wide = _wide(xp, device)
+    wide = wide_dtype(xp, device)
     scaled = xp.astype(logits, wide) / open_set_temperature(estimator.s_)
     shifted = scaled - xp.max(scaled, axis=1, keepdims=True)
     score = -xp.log(xp.sum(xp.exp(shifted), axis=1))

@@ -30,20 +30,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils.array_api import (
     RowBlockWriter,
     check_same_namespace,
-    float64_supported,
     numpy_dtype,
     row_slices,
     to_device,
     to_numpy,
     to_numpy_weights,
+    wide_dtype,
 )
 from .._utils.compat import array_api_compat
 from ._centres import rbf_kernel_block
 from ._gamma import gamma_from_variance
-
-
-def _wide(xp, device):
-    return xp.float64 if float64_supported(xp, device) else xp.float32
 
 
 def weighted_variance(X, sample_weight, xp):
@@ -68,7 +64,7 @@ def weighted_variance(X, sample_weight, xp):
     float
     """
     device = array_api_compat.device(X)
-    wide = _wide(xp, device)
+    wide = wide_dtype(xp, device)
     n_samples, n_features = X.shape
     sw = to_device(sample_weight, xp, device, dtype=wide)
     total_weight = float(np.sum(sample_weight)) * n_features
@@ -159,7 +155,7 @@ def _rbf_block(A, B, gamma, xp):
         )
         largest = root * max(float(xp.max(xp.abs(A))), float(xp.max(xp.abs(B))))
         if largest > limit:
-            wide = _wide(xp, device)
+            wide = wide_dtype(xp, device)
             if wide == A.dtype:  # no float64 on this device (Apple's MPS)
                 host = [to_numpy(side).astype(np.float64) for side in (A, B)]
                 kernel = rbf_kernel_block(*host, gamma)
@@ -227,7 +223,7 @@ def _rff_transform(feature_map, X, xp, device):
             # The projection would overflow float32 (cos(inf) is NaN): in
             # float64 on the device, or on the host where the device has no
             # float64 (a copy of this block; rows of 1e37 and more only).
-            wide = _wide(xp, device)
+            wide = wide_dtype(xp, device)
             if wide == dtype:
                 host = [to_numpy(a).astype(np.float64) for a in (X_block, fitted)]
                 host.append(to_numpy(offset).astype(np.float64))

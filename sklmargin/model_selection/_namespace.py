@@ -29,11 +29,11 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._utils.array_api import (
     fitted_on_device,
-    float64_supported,
     input_namespace,
     namespace_name,
     to_device,
     to_numpy,
+    wide_dtype,
 )
 
 
@@ -132,7 +132,7 @@ def to_namespace_attributes(cv_estimator, xp, device):
     array API checks require it); ``cv_results_`` stays a dict of NumPy
     arrays, as :class:`~sklearn.model_selection.GridSearchCV`'s.
     """
-    wide = xp.float64 if float64_supported(xp, device) else xp.float32
+    wide = wide_dtype(xp, device)
     cv_estimator.scores_ = to_device(cv_estimator.scores_, xp, device, dtype=wide)
     cv_estimator.n_iter_ = to_device(cv_estimator.n_iter_.astype(np.int64), xp, device)
 

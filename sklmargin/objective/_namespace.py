@@ -33,7 +33,13 @@ import time
 
 import numpy as np
 
-from .._utils.array_api import float64_supported, row_slices, to_device, to_numpy
+from .._utils.array_api import (
+    numpy_dtype,
+    row_slices,
+    to_device,
+    to_numpy,
+    wide_dtype,
+)
 from .._utils.compat import array_api_compat
 from ._interface import ParameterLayout
 from ._linear import LinearMarginObjective
@@ -161,8 +167,8 @@ class NamespaceMarginObjective:
         self.xp, self.device = xp, device
         self.xp_dtype = rows.X.dtype
         # The solver and the fitted attributes see a NumPy dtype.
-        self.dtype = np.dtype(str(self.xp_dtype).rsplit(".", 1)[-1])
-        self.wide = xp.float64 if float64_supported(xp, device) else xp.float32
+        self.dtype = numpy_dtype(self.xp_dtype)
+        self.wide = wide_dtype(xp, device)
         self.margin = margin
         self.y = y
         self.n_classes = n_classes
@@ -440,7 +446,7 @@ def namespace_class_sums(X, y, sample_weight, n_classes, xp):
     float64 where the device has it (as the NumPy start's blocks).
     """
     device = array_api_compat.device(X)
-    wide = xp.float64 if float64_supported(xp, device) else xp.float32
+    wide = wide_dtype(xp, device)
     classes = xp.arange(n_classes, device=device)
     sums = None
     for rows in row_slices(X.shape[0], 8 * max(X.shape[1], 1)):
