@@ -104,6 +104,12 @@ class BaseMarginSoftmax(
         """:meth:`_map_features` for array API rows."""
         return X
 
+    def _routed(self, X, method):
+        """``method(X)`` by the Dask or the array API path, or None for NumPy."""
+        if (dask := _dask_integration(X)) is not None:  # integrations/dask
+            return dask.predict_dask(self, method, X)
+        return self._array_api_predict(X, method)
+
     def _array_api_predict(self, X, method):
         """``method(X)`` on array API input (or a model fitted on a device).
 
@@ -378,9 +384,7 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
-            return dask.predict_dask(self, "decision_function", X)
-        if (routed := self._array_api_predict(X, "decision_function")) is not None:
+        if (routed := self._routed(X, "decision_function")) is not None:
             return routed
         logits = self._logits(X)
         if logits.shape[1] == 2:
@@ -398,9 +402,7 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples,)
         """
-        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
-            return dask.predict_dask(self, "predict", X)
-        if (routed := self._array_api_predict(X, "predict")) is not None:
+        if (routed := self._routed(X, "predict")) is not None:
             return routed
         logits = self._logits(X)
         return self.classes_[np.argmax(logits, axis=1)]
@@ -416,9 +418,7 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
-            return dask.predict_dask(self, "predict_proba", X)
-        if (routed := self._array_api_predict(X, "predict_proba")) is not None:
+        if (routed := self._routed(X, "predict_proba")) is not None:
             return routed
         return predicted_probabilities(self._logits(X))
 
@@ -438,9 +438,7 @@ class BaseMarginSoftmax(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
-            return dask.predict_dask(self, "predict_log_proba", X)
-        if (routed := self._array_api_predict(X, "predict_log_proba")) is not None:
+        if (routed := self._routed(X, "predict_log_proba")) is not None:
             return routed
         logits = self._logits(X)
         return np.log(predicted_probabilities(logits))
