@@ -71,8 +71,18 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def command_line() -> str:
-    """The command that runs this process, for reports."""
-    return " ".join([Path(sys.executable).as_posix(), *sys.argv])
+    """The command that runs this process, for reports: one a user can rerun.
+
+    ``python`` and the script's path relative to the repository root, never
+    this machine's interpreter path (a virtual environment's ``bin/python``
+    means nothing on another machine).
+    """
+    script = Path(sys.argv[0]).resolve()
+    try:
+        script_text = script.relative_to(REPO).as_posix()
+    except ValueError:
+        script_text = sys.argv[0]
+    return " ".join(["python", script_text, *sys.argv[1:]])
 
 
 def now() -> str:
