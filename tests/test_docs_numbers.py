@@ -10,6 +10,8 @@ and the user guide's frozen-embedding numbers are checked against
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PERCENT = re.compile(r"(\d{1,3}\.\d)%")
@@ -42,13 +44,21 @@ def rounds_to(number, candidates):
     return any(f"{float(c):.{decimals}f}" == number for c in candidates)
 
 
-def test_embedding_numbers_are_in_the_results_file():
+@pytest.mark.parametrize(
+    ("page_name", "title"),
+    [
+        ("benchmarks.rst", "Linear probes on frozen embeddings"),
+        ("embeddings.rst", "Measured on CLIP features"),
+    ],
+)
+def test_embedding_numbers_are_in_the_results_file(page_name, title):
     results = (ROOT / "benchmarks" / "results_embeddings.md").read_text(
         encoding="utf-8"
     )
     candidates = re.findall(r"\d+\.\d+", results)
-    page = (DOCS / "benchmarks.rst").read_text(encoding="utf-8")
-    table = section(page, "Linear probes on frozen embeddings")
+    page = (DOCS / page_name).read_text(encoding="utf-8")
+    table = section(page, title)
+    # the table and the prose after it (the command above it has no numbers)
     quoted = re.findall(r"(?<![\w.])\d+\.\d+", table.split(".. list-table::")[1])
     assert len(quoted) >= 24, quoted
     missing = [number for number in quoted if not rounds_to(number, candidates)]
