@@ -150,18 +150,18 @@ plt.show()
 lr_default, lrcv, ours, ours_cv = (results[name] for name in probes)
 best_s = s_values[np.argmin(by_s[:, 1])]
 print(
-    f"LogisticRegression at C=1 against LogisticRegressionCV: "
-    f"{100 * (lr_default[0] - lrcv[0]):+.1f} points, log loss {lr_default[1]:.3f} "
+    f"LogisticRegression at C=1 against LogisticRegressionCV:\n"
+    f"  {100 * (lr_default[0] - lrcv[0]):+.1f} points, log loss {lr_default[1]:.3f} "
     f"against {lrcv[1]:.3f}"
 )
 print(
-    f"MarginSoftmaxClassifier() at its defaults: {100 * (ours[0] - lrcv[0]):+.1f} "
-    f"points and {ours[1] - lrcv[1]:+.3f} log loss against LogisticRegressionCV"
+    f"MarginSoftmaxClassifier() at its defaults against LogisticRegressionCV:\n"
+    f"  {100 * (ours[0] - lrcv[0]):+.1f} points, {ours[1] - lrcv[1]:+.3f} log loss"
 )
 best_acc_s = s_values[np.argmax(by_s[:, 0])]
 print(
     f"cosine head: best test accuracy at s = {best_acc_s:.3g}, lowest log loss "
-    f"(T=1) at s = {best_s:.3g}; at s = {s_values[0]:g} and {s_values[-1]:g}: "
+    f"(T=1) at s = {best_s:.3g};\n  at s = {s_values[0]:g} and {s_values[-1]:g}: "
     f"{100 * (by_s[0, 0] - by_s[:, 0].max()):+.1f} and "
     f"{100 * (by_s[-1, 0] - by_s[:, 0].max()):+.1f} points"
 )
