@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -33,8 +34,16 @@ from threadpoolctl import threadpool_limits
 import sklmargin
 
 REPO = Path(__file__).resolve().parent.parent
-#: ``../shared/data`` relative to the repository root: the development setup.
-DEFAULT_DATA = REPO.parent / "shared" / "data"
+#: The sets shipped with the repository (licence and citation per set in its
+#: README.md; ``manifest.json`` has the checksums of every set's arrays).
+SHIPPED_DATA = REPO / "benchmarks" / "data"
+#: ``../shared/data`` relative to the repository root (the development setup,
+#: which also holds usps) when it exists, else the shipped sets.
+DEFAULT_DATA = (
+    REPO.parent / "shared" / "data"
+    if (REPO.parent / "shared" / "data").is_dir()
+    else SHIPPED_DATA
+)
 
 #: The ``.npz`` data sets of the benchmark protocol (DESIGN.md section 8).
 NPZ_DATASETS = (
@@ -65,14 +74,25 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=DEFAULT_DATA,
         metavar="DIR",
-        help=f"folder of NAME.npz files (X_train, y_train, X_test, y_test); "
-        f"default: ../shared/data relative to the repository root ({DEFAULT_DATA})",
+        help="folder of NAME.npz files (X_train, y_train, X_test, y_test); a set "
+        "not found there is taken from benchmarks/data (shipped) when it is there; "
+        f"default: ../shared/data if it exists, else benchmarks/data ({DEFAULT_DATA})",
     )
 
 
 def command_line() -> str:
-    """The command that runs this process, for reports."""
-    return " ".join([Path(sys.executable).as_posix(), *sys.argv])
+    """The command that runs this process, for reports: one a user can rerun.
+
+    ``python`` and the script's path relative to the repository root, never
+    this machine's interpreter path (a virtual environment's ``bin/python``
+    means nothing on another machine).
+    """
+    script = Path(sys.argv[0]).resolve()
+    try:
+        script_text = script.relative_to(REPO).as_posix()
+    except ValueError:
+        script_text = sys.argv[0]
+    return " ".join(["python", script_text, *sys.argv[1:]])
 
 
 def now() -> str:
@@ -123,14 +143,61 @@ def pinned_blas(threads: int | None, announce: bool = True):
 
 
 # -- data --------------------------------------------------------------------------
+def manifest() -> dict:
+    """The benchmark sets' sources, licences and array checksums (by name)."""
+    with open(SHIPPED_DATA / "manifest.json", encoding="utf-8") as handle:
+        return json.load(handle)["datasets"]
+
+
+def how_to_get(name: str) -> str:
+    """What a user can do to obtain ``NAME.npz`` (for error messages)."""
+    entry = manifest().get(name)
+    if entry is None:
+        return "it is not one of the project's benchmark sets"
+    if entry["shipped"]:
+        return f"the repository ships it as benchmarks/data/{entry['file']}"
+    return (
+        f"it is not shipped ({entry['licence']}); original: {entry['original']}; "
+        f"build {entry['file']} (X_train, y_train, X_test, y_test; {entry['n_train']}"
+        f" / {entry['n_test']} rows, {entry['n_features']} features) and check it "
+        "with 'python benchmarks/datasets.py verify --data DIR'; see "
+        "benchmarks/data/README.md"
+    )
+
+
 def npz_path(data_dir: Path, name: str) -> Path:
-    """Path of ``NAME.npz`` in ``data_dir``; exits with a clear message if absent."""
+    """Path of ``NAME.npz`` in ``data_dir``, else in ``benchmarks/data``.
+
+    Exits with a message that says how to obtain the set when it is in neither.
+    """
     path = Path(data_dir) / f"{name}.npz"
-    if not path.is_file():
-        raise SystemExit(
-            f"error: {path} not found; point --data at the folder of the .npz data sets"
-        )
-    return path
+    if path.is_file():
+        return path
+    shipped = SHIPPED_DATA / f"{name}.npz"
+    if shipped.is_file():
+        print(f"note: {path} not found; using the shipped {shipped}", file=sys.stderr)
+        return shipped
+    raise SystemExit(
+        f"error: {name}.npz is not in {data_dir} (--data) nor in {SHIPPED_DATA}: "
+        f"{how_to_get(name)}. Leave it out with --datasets."
+    )
+
+
+def available(data_dir: Path, names: Sequence[str]) -> list[str]:
+    """``names`` that ``npz_path`` finds; a note on stderr for each one it does not.
+
+    For a script's default list of sets: a fresh clone has seven of the eight
+    (usps is not shipped), and the run goes on without the missing ones.
+    """
+    found = []
+    for name in names:
+        if (Path(data_dir) / f"{name}.npz").is_file() or (
+            SHIPPED_DATA / f"{name}.npz"
+        ).is_file():
+            found.append(name)
+        else:
+            print(f"note: leaving out {name}: {how_to_get(name)}", file=sys.stderr)
+    return found
 
 
 def npz_names(data_dir: Path, names: Sequence[str] | None = None) -> list[str]:
@@ -149,10 +216,52 @@ def npz_names(data_dir: Path, names: Sequence[str] | None = None) -> list[str]:
     return list(names)
 
 
+def array_sha256(array: np.ndarray) -> str:
+    """SHA-256 of an array's bytes in C order (what ``manifest.json`` records)."""
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def differences(name: str, arrays: dict) -> list[str]:
+    """Which of ``arrays`` differ from the ones the results were measured on."""
+    entry = manifest().get(name)
+    if entry is None:
+        return []
+    problems = []
+    for key, expected in entry["arrays"].items():
+        array = arrays.get(key)
+        if array is None:
+            problems.append(f"{key} missing")
+        elif (array.dtype.str, list(array.shape)) != (
+            expected["dtype"],
+            expected["shape"],
+        ):
+            problems.append(
+                f"{key} is {array.dtype.str} {list(array.shape)}, expected "
+                f"{expected['dtype']} {expected['shape']}"
+            )
+        elif array_sha256(array) != expected["sha256"]:
+            problems.append(f"{key} has other values (SHA-256 differs)")
+    return problems
+
+
 def load_split(data_dir: Path, name: str):
-    """``X_train, y_train, X_test, y_test`` of ``NAME.npz`` (no pickles allowed)."""
-    with np.load(npz_path(data_dir, name), allow_pickle=False) as data:
-        return tuple(data[key] for key in ("X_train", "y_train", "X_test", "y_test"))
+    """``X_train, y_train, X_test, y_test`` of ``NAME.npz`` (no pickles allowed).
+
+    A set of the project whose arrays differ from those the results files were
+    measured on (``benchmarks/data/manifest.json``) gets a warning on stderr.
+    """
+    keys = ("X_train", "y_train", "X_test", "y_test")
+    path = npz_path(data_dir, name)
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in keys}
+    problems = differences(name, arrays)
+    if problems:
+        print(
+            f"warning: {path} is not the {name} the results in benchmarks/ were "
+            f"measured on: {'; '.join(problems)}",
+            file=sys.stderr,
+        )
+    return tuple(arrays[key] for key in keys)
 
 
 def load_training_split(name: str, data_dir: Path, max_rows: int, seed: int):

@@ -38,6 +38,7 @@ import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _common import DEFAULT_DATA  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.linear_model import LogisticRegressionCV  # noqa: E402
 from sklearn.metrics import accuracy_score, log_loss  # noqa: E402
@@ -141,7 +142,12 @@ def run(name, path, model_names):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    parser.add_argument(
+        "--data",
+        default=str(DEFAULT_DATA),
+        help="folder of NAME.npz files (default: ../shared/data if it exists, "
+        "else the shipped benchmarks/data)",
+    )
     parser.add_argument("--out", default=None, help="append JSON rows here")
     parser.add_argument("--datasets", default=None)
     parser.add_argument("--models", default="ours,lrcv")

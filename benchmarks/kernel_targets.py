@@ -22,8 +22,12 @@ Each result is appended to ``--out`` (JSON lines) as it is measured.
 
 Usage::
 
-    python benchmarks/kernel_targets.py --data ../shared/data --stage default
-    python benchmarks/kernel_targets.py --data ../shared/data --stage cv
+    python benchmarks/kernel_targets.py --stage default
+    python benchmarks/kernel_targets.py --stage cv
+
+``--data DIR`` points at a folder of ``NAME.npz`` files; sets not there are
+taken from the shipped ``benchmarks/data``, and usps (not shipped) is left out
+with a note saying how to obtain it (``benchmarks/data/README.md``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ import time
 import warnings
 
 import numpy as np
-from _common import add_data_argument, load_split, machine, now, pinned_blas, versions
+from _common import (
+    add_data_argument,
+    available,
+    load_split,
+    machine,
+    now,
+    pinned_blas,
+    versions,
+)
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV, train_test_split
@@ -181,7 +193,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_argument(parser)
     parser.add_argument("--stage", choices=("default", "cv"), required=True)
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument(
+        "--datasets",
+        default=None,
+        help=f"comma-separated (default: {','.join(DATASETS)}, those available)",
+    )
     parser.add_argument("--svc-max-samples", type=int, default=40000)
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args()
@@ -190,7 +206,12 @@ def main():
     stage = default_stage if args.stage == "default" else cv_stage
     warnings.filterwarnings("ignore", category=UserWarning)
     with pinned_blas(1):
-        for name in args.datasets.split(","):
+        names = (
+            args.datasets.split(",")
+            if args.datasets
+            else available(args.data, DATASETS)
+        )
+        for name in names:
             row = stage(name, load_split(args.data, name), args.svc_max_samples)
             line = json.dumps(row)
             print(line, flush=True)

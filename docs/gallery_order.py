@@ -12,6 +12,7 @@ ORDER = (
     "plot_angle_compactness.py",
     "plot_grid_search_m_s.py",
     "plot_cv_calibration.py",
+    "plot_linear_probe.py",
     "plot_sv_softmax.py",
     "plot_linear_vs_kernel.py",
     "plot_pipeline_dataframe.py",

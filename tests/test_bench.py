@@ -100,7 +100,9 @@ def test_benchmark_helper_ranks_failures_last_and_shares_ties():
 
 def test_benchmark_helper_loads_data_and_says_what_is_missing(tmp_path, capsys):
     common = _benchmarks_common()
-    assert common.DEFAULT_DATA == common.REPO.parent / "shared" / "data"
+    shared = common.REPO.parent / "shared" / "data"
+    expected_default = shared if shared.is_dir() else common.SHIPPED_DATA
+    assert common.DEFAULT_DATA == expected_default
     X, y, n_original = common.load_training_split("iris", tmp_path, 60, seed=0)
     assert X.shape == (60, 4) and n_original == 150
     assert np.bincount(y).tolist() == [20, 20, 20]  # stratified subsample
@@ -121,8 +123,28 @@ def test_benchmark_helper_loads_data_and_says_what_is_missing(tmp_path, capsys):
     ]
     with pytest.raises(SystemExit, match="no letter in"):
         common.npz_names(tmp_path, ["toy", "letter"])
-    with pytest.raises(SystemExit, match="point --data at"):
-        common.load_training_split("letter", tmp_path, 100, 0)
+    # A project set missing from --data comes from the shipped folder ...
+    X, y, n_original = common.load_training_split("letter", tmp_path, 100, 0)
+    assert X.shape == (100, 16) and n_original == 15000
+    assert "using the shipped" in capsys.readouterr().err
+    # ... except usps, which is not shipped: the message says how to get it,
+    # and a default list of sets leaves it out with that note.
+    with pytest.raises(SystemExit, match="usps.npz is not in .* not shipped"):
+        common.load_split(tmp_path, "usps")
+    assert common.available(tmp_path, ["toy", "usps", "vowel"]) == ["toy", "vowel"]
+    assert "leaving out usps" in capsys.readouterr().err
+    # A copy whose arrays differ from the measured ones is loaded, with a warning.
+    np.savez(
+        tmp_path / "vowel.npz",
+        X_train=np.zeros((3, 10)),
+        y_train=np.zeros(3, dtype=np.int64),
+        X_test=np.zeros((2, 10)),
+        y_test=np.zeros(2, dtype=np.int64),
+    )
+    assert common.load_split(tmp_path, "vowel")[0].shape == (3, 10)
+    assert "is not the vowel the results" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="not one of the project's"):
+        common.load_split(tmp_path, "nonexistent")
     with common.pinned_blas(1):
         pass
     assert "pinned to 1" in capsys.readouterr().out
@@ -133,3 +155,11 @@ def test_benchmark_helper_writes_numpy_values_as_json(tmp_path):
     path = tmp_path / "deep" / "raw.json"
     common.write_json(path, {"acc": np.array([0.5, 1.0]), "n": np.int64(3)})
     assert json.loads(path.read_text()) == {"acc": [0.5, 1.0], "n": 3}
+
+
+def test_benchmark_command_line_is_one_a_user_can_run(monkeypatch):
+    """Results files record ``python benchmarks/NAME.py ...``, no machine path."""
+    common = _benchmarks_common()
+    script = common.REPO / "benchmarks" / "embeddings.py"
+    monkeypatch.setattr("sys.argv", [str(script), "--data", "DIR"])
+    assert common.command_line() == "python benchmarks/embeddings.py --data DIR"
