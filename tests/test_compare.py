@@ -266,7 +266,7 @@ def test_table_and_progress(npz_dir, capsys):
     table = captured.out[captured.out.index("== alpha") :]
     header = table.splitlines()[1]
     assert header.split()[:6] == ["model", "acc", "%", "95%", "CI", "fit"]
-    assert "fit/LinSVC" in header and "pred/LogReg" in header
+    assert "fit/LSVC" in header and "pred/LR" in header
 
 
 def test_svc_is_skipped_above_the_limit(npz_dir, tmp_path, capsys):
@@ -659,7 +659,7 @@ def test_accuracy_interval_in_json_and_table(json_run, npz_dir, capsys):
         )
     assert main(["compare", "--data", str(npz_dir), "--models", PEERS, *FAST]) == 0
     out = capsys.readouterr().out
-    assert "95% CI" in out and "Wilson score interval" in out
+    assert "95% CI" in out and "95% Wilson interval" in out
 
 
 @pytest.mark.parametrize(
