@@ -18,6 +18,7 @@ from .._utils.array_api import fitted_on_device, host_inputs, input_namespace
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import (
+    check_feature_scales,
     check_sample_and_class_weight,
     check_two_classes,
     logits_in_dtype,
@@ -185,6 +186,7 @@ class BaseMarginSoftmax(
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
+        check_feature_scales(X, sample_weight, type(self).__name__)
         return X, classes, y_encoded, sample_weight
 
     @fit_context(prefer_skip_nested_validation=True)
