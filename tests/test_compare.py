@@ -160,7 +160,10 @@ def test_missing_matplotlib_is_reported_before_the_run(monkeypatch, capsys):
     )
     assert main(["compare", "--plot", "acc.png", "--models", PEERS, *FAST]) == 2
     captured = capsys.readouterr()
-    assert "pip install sklmargin[plot]" in captured.err
+    assert (
+        'pip install ".[plot]"' in captured.err
+        and "pip install matplotlib" in captured.err
+    )
     assert "==" not in captured.out  # nothing ran
 
 

@@ -184,3 +184,36 @@ def test_the_table_is_never_split_and_fits_the_width(two_sets, width, monkeypatc
     assert "\n\n" not in text
     assert sum(line.startswith("model ") for line in lines) == 1  # one header
     assert len([line for line in lines if line.startswith("---")]) == 1
+
+
+@pytest.mark.parametrize("span", [(0.02, 0.3), (0.001, 30.0), (1e-4, 1e4)])
+@pytest.mark.parametrize("panel_width", [5.2, 8.0])
+def test_time_tick_labels_never_overlap(span, panel_width):
+    """One-dataset plots of runs from 1 ms to 30 s had colliding tick labels."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    from sklmargin.compare.plot import _time_locator
+
+    fig = Figure(figsize=(panel_width, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    ax.plot(span, [90, 95], "o")
+    ax.margins(x=0.2)
+    ax.xaxis.set_major_locator(_time_locator(ax, panel_width))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    low, high = ax.get_xlim()
+    boxes = sorted(
+        (label.get_window_extent(renderer) for label in ax.get_xticklabels()
+         if label.get_text() and low <= label.get_position()[0] <= high),
+        key=lambda box: box.x0,
+    )  # fmt: skip
+    assert len(boxes) >= 2  # the axis keeps at least two labelled ticks
+    for left, right in zip(boxes, boxes[1:], strict=False):
+        assert left.x1 < right.x0, "tick labels overlap"
