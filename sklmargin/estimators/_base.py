@@ -57,6 +57,39 @@ def _dask_integration(X):
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).
 _COLLAPSE_RATIO = 1e-8
 
+# A class whose (weighted) mean row is closer to the origin than this fraction
+# of the median distance of the other classes' means sits at the centre.
+_CENTRE_RATIO = 0.25
+
+
+def _class_mean_closeness(objective, n_classes):
+    """Each class's mean-row norm over the median of the others'; None if unknown.
+
+    Read from the objective's rows (unit rows times their norms for the
+    angular losses); None for objectives without in-memory rows (Dask).
+    """
+    rows, y = getattr(objective, "X", None), getattr(objective, "y", None)
+    if rows is None or y is None or n_classes < 3:
+        return None
+    norms = getattr(objective, "norms", None)
+    weights = np.asarray(objective.sw, dtype=np.float64)
+    if norms is not None:
+        weights = weights * np.asarray(norms, dtype=np.float64).ravel()
+    means = []
+    for j in range(n_classes):
+        mask = y == j
+        total = objective.sw[mask].sum()
+        if total <= 0:
+            return None
+        means.append(np.asarray(weights[mask] @ rows[mask]).ravel() / total)
+    sizes = np.linalg.norm(np.vstack(means), axis=1)
+    return np.array(
+        [
+            sizes[j] / max(np.median(np.delete(sizes, j)), 1e-300)
+            for j in range(n_classes)
+        ]
+    )
+
 
 class BaseMarginSoftmax(
     DocLinkMixin, OpenSetScoreMixin, ClassifierMixin, BaseEstimator
@@ -313,7 +346,7 @@ class BaseMarginSoftmax(
             self.max_iter,
             self.tol,
             type(self).__name__,
-            hint=self._collapse_hint(margin),
+            hint=self._collapse_hint(margin, objective),
         )
         self.n_iter_ = n_iter + result.n_iter
         return self
@@ -339,13 +372,36 @@ class BaseMarginSoftmax(
         )
         self.margin_, self.m_, self.s_ = margin, objective.m, objective.s
 
-    def _collapse_hint(self, margin):
-        """Name the cone point when a prototype collapsed (L-Softmax, small lambda)."""
+    def _collapse_hint(self, margin, objective=None):
+        """Name the cone point when a prototype collapsed, and why it did.
+
+        Two causes, told apart by where the class's rows sit. A class whose
+        mean row is near the origin (the middle class of three along a line,
+        once StandardScaler centred them) is best decided by its bias alone:
+        ``w_j = 0`` is its optimum, where L-Softmax's target logit
+        ``|w_j| |x| psi(theta)`` has a kink that L-BFGS cannot resolve -- the
+        fit stalls there although the model is fine. Any other class collapsed
+        because the margin was too hard for it (a small ``lambda_min``).
+        """
         if margin.normalizes_W:
             return ""
         norms = np.linalg.norm(self.coef_, axis=1)
-        if not np.any(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300)):
+        collapsed = np.flatnonzero(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300))
+        if collapsed.size == 0:
             return ""
+        closeness = _class_mean_closeness(objective, len(norms))
+        if closeness is not None and np.all(closeness[collapsed] < _CENTRE_RATIO):
+            # tolist: numpy scalars as plain Python values (1, 'b'), not np.int64(1)
+            names = ", ".join(map(repr, np.asarray(self.classes_)[collapsed].tolist()))
+            return (
+                f"The prototype of class {names} is w_j = 0: its rows sit at the "
+                "centre of the data (class mean within "
+                f"{_CENTRE_RATIO:g} of the other classes' distance from the "
+                "origin), where its bias alone decides it and the L-Softmax "
+                "target logit |w_j| |x| psi(theta) has a kink L-BFGS stops at. "
+                "The model is usually fine there (check its score); a loss "
+                "without the kink ('softmax', 'am-softmax') converges. "
+            )
         return (
             "A prototype collapsed to w_j = 0, the cone point where the loss "
             "is not differentiable (L-Softmax with a small lambda_min): raise "
