@@ -217,3 +217,32 @@ def test_time_tick_labels_never_overlap(span, panel_width):
     assert len(boxes) >= 2  # the axis keeps at least two labelled ticks
     for left, right in zip(boxes, boxes[1:], strict=False):
         assert left.x1 < right.x0, "tick labels overlap"
+
+
+def test_help_states_the_rule_and_one_way_to_list_models(capsys):
+    try:
+        main(["compare", "--help"])
+    except SystemExit:  # argparse's way out, caught by main or not
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exact McNemar test" in text and "same test rows" in text
+    assert "--models NAMES" in text and "--list-models" not in text
+    assert main(["compare", "--list-models"]) == 0  # still works, unadvertised
+    assert "margin:am-softmax" in capsys.readouterr().out
+
+
+def test_n_components_default_is_the_estimators():
+    import inspect
+
+    from sklmargin import KernelMarginSoftmaxClassifier
+    from sklmargin.compare import CompareSettings
+    from sklmargin.compare.cli import register
+
+    default = (
+        inspect.signature(KernelMarginSoftmaxClassifier).parameters["n_components"]
+    ).default
+    import argparse
+
+    parser = register(argparse.ArgumentParser().add_subparsers())
+    assert parser.parse_args([]).n_components == default
+    assert CompareSettings().n_components == default

@@ -104,9 +104,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "Compare sklmargin's classifiers with LinearSVC, LogisticRegression,\n"
             "SVC, HistGradientBoosting and kernel approximations: test accuracy\n"
             "with its 95% Wilson interval, fit and predict time, and time ratios\n"
-            "against LinearSVC and LogisticRegression measured in the same run.\n"
-            "Without --data/--csv: scikit-learn's bundled digits, wine,\n"
-            "breast_cancer and iris, each with a stratified split."
+            "against LinearSVC and LogisticRegression measured in the same run\n"
+            "('-' where either time is under 10 ms: mostly fixed cost).\n"
+            "Under each table one line says whether the most accurate model is\n"
+            "ahead of every other ('best here: ...') or not ('no clear winner:\n"
+            "...'): an exact McNemar test against each other model on the same\n"
+            "test rows, p < 0.05 each (a paired test: sharper than comparing the\n"
+            "intervals). Without --data/--csv: scikit-learn's bundled digits,\n"
+            "wine, breast_cancer and iris, each with a stratified split."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
