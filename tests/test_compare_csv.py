@@ -146,6 +146,19 @@ def test_every_column_with_gaps_is_named_at_once_with_the_option(tmp_path, capsy
     assert "--impute median" in message and "--drop f0,f1,f2" in message
 
 
+def test_gaps_and_text_columns_are_reported_together(tmp_path, capsys):
+    rows = [
+        [*row[:3], ["red", "blue"][i % 2], row[3]] for i, row in enumerate(_table())
+    ]
+    rows[2][0] = ""
+    path = _write(tmp_path / "both.csv", ["f0", "f1", "f2", "colour", "species"], rows)
+    code, _, err = _run(capsys, path)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "--impute median" in line and "Text column 'colour'" in line
+    assert "--one-hot" in line
+
+
 @pytest.mark.parametrize("strategy", ["median", "mean", "most_frequent"])
 def test_impute_fills_gaps_inside_every_pipeline(tmp_path, strategy, capsys):
     rows = _table(120)

@@ -141,19 +141,23 @@ def load_csv(
             text[name] = values
         else:
             features[name] = numbers
-    _check_numbers(features, columns, allow_missing)
-    if allow_missing:
-        notes += _missing_note(features)
+    # Every problem of the file in one message: one fix, not one run each.
+    problems = [_check_numbers(features, columns, allow_missing)]
     if text and not one_hot:
         examples = ", ".join(
             f"{name!r} (e.g. {_first_text(values)!r})" for name, values in text.items()
         )
         which = "text column" if len(text) == 1 else "text columns"
+        which = which.capitalize() if problems[0] else which  # a second sentence
         verb, them = ("is", "it") if len(text) == 1 else ("are", "them")
-        raise CompareError(
+        problems.append(
             f"{which} {examples} {verb} not numeric: add --one-hot to one-hot "
             f"encode {them}, or --drop {','.join(text)} to leave {them} out."
         )
+    if any(problems):
+        raise CompareError(" ".join(filter(None, problems)))
+    if allow_missing:
+        notes += _missing_note(features)
     for name, values in text.items():
         features.update(_one_hot(name, values, allow_missing))
     if text:
@@ -257,11 +261,17 @@ def _where(values: Sequence[str], mask: np.ndarray) -> str:
     return f"{count}, first data row {rows[0] + 1}: {values[rows[0]]!r}"
 
 
-def _check_numbers(features: dict, columns: dict, allow_missing: bool) -> None:
-    """Refuse infinite values, and missing ones unless ``allow_missing``.
+def _check_numbers(features: dict, columns: dict, allow_missing: bool) -> str:
+    """Refuse infinite values; describe missing ones unless ``allow_missing``.
 
     Every offending column is named in one message, so that a file with gaps
     in several columns needs one fix, not one run per column.
+
+    Returns
+    -------
+    str
+        The missing-value problem ("" if none or allowed), for the caller to
+        report with any other.
     """
     infinite = {name: np.isinf(numbers) for name, numbers in features.items()}
     infinite = {name: mask for name, mask in infinite.items() if mask.any()}
@@ -276,20 +286,20 @@ def _check_numbers(features: dict, columns: dict, allow_missing: bool) -> None:
             f"--drop {names}."
         )
     if allow_missing:
-        return
+        return ""
     missing = {name: np.isnan(numbers) for name, numbers in features.items()}
     missing = {name: mask for name, mask in missing.items() if mask.any()}
-    if missing:
-        listed = "; ".join(
-            f"{name!r} ({_where(columns[name], mask)})"
-            for name, mask in missing.items()
-        )
-        raise CompareError(
-            f"{len(missing)} feature column(s) have missing values: {listed}. "
-            "Add --impute median (or mean, most_frequent) to fill them inside "
-            "every model's pipeline, fitted on the training split only, or "
-            f"--drop {','.join(missing)}."
-        )
+    if not missing:
+        return ""
+    listed = "; ".join(
+        f"{name!r} ({_where(columns[name], mask)})" for name, mask in missing.items()
+    )
+    return (
+        f"{len(missing)} feature column(s) have missing values: {listed}. "
+        "Add --impute median (or mean, most_frequent) to fill them inside "
+        "every model's pipeline, fitted on the training split only, or "
+        f"--drop {','.join(missing)}."
+    )
 
 
 def _missing_note(features: dict) -> list[str]:
