@@ -163,11 +163,16 @@ def _layout(rows, tuned, references, width):
     the fit-time ratios are left out. The table is never split in two: an
     80-column or piped output reads like a wide one.
 
+    A ratio column with no value at all (every time under
+    :data:`MIN_RATIO_TIME`) is left out first, whatever the width.
+
     Returns
     -------
     table : list of str
     left_out : list of str
-        Headers of the columns left out.
+        Headers of the columns left out to fit the width.
+    empty : list of str
+        Headers of the ratio columns left out for having no value.
     params_in_table : bool
         Whether the best parameters are a column.
     short_names : bool
@@ -180,15 +185,18 @@ def _layout(rows, tuned, references, width):
         header, groups, lines = _table_cells(
             rows, tuned, references, short_names, params_in_table
         )
-        dropped = [i for group in groups[:n_dropped] for i in group]
-        keep = [i for i in range(len(header)) if i not in dropped]
+        ratios = {i for group in groups for i in group}
+        empty = [i for i in sorted(ratios) if all(line[i] == "-" for line in lines)]
+        dropped = [i for group in groups[:n_dropped] for i in group if i not in empty]
+        keep = [i for i in range(len(header)) if i not in dropped and i not in empty]
         table = align_columns(
             [header[i] for i in keep], [[line[i] for i in keep] for line in lines]
         )
         if max(map(len, table)) <= width:
             break
     left_out = [header[i] for i in dropped]
-    return table, left_out, params_in_table, short_names
+    empty_names = [header[i] for i in empty]
+    return table, left_out, empty_names, params_in_table, short_names
 
 
 def format_table(
@@ -234,13 +242,21 @@ def format_table(
     # empty columns: left out.
     present = {row["model"] for row in rows}
     references = [ref for ref in _SHORT_REFERENCE_NAMES if ref in present]
-    table, left_out, params_in_table, short = _layout(rows, tuned, references, width)
+    table, left_out, empty, params_in_table, short = _layout(
+        rows, tuned, references, width
+    )
     title = (
         f"== {dataset.name}: n_train={dataset.n_train}, n_test={dataset.n_test}, "
         f"n_features={dataset.n_features}, n_classes={dataset.n_classes}"
     )
     verdict = add_verdict(rows, short_model_name if short else str)
     notes = []
+    if empty:
+        notes.append(
+            f"no {', '.join(empty)}: each would involve a time under "
+            f"{MIN_RATIO_TIME * 1000:g} ms, mostly fixed cost (the ratios are in "
+            "--output)"
+        )
     if left_out:
         notes.append(
             f"left out to fit {width} columns: {', '.join(left_out)} (in --output; "
