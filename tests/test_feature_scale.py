@@ -128,3 +128,11 @@ def test_not_checked_for_sparse_or_single_columns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FeatureScaleWarning)
         MarginSoftmaxClassifier(loss="softmax").fit(sp.csr_matrix(X), y)
+
+
+def test_a_dataframe_column_is_named():
+    pd = pytest.importorskip("pandas")
+    X, y = _customers(200)
+    frame = pd.DataFrame(X, columns=["income", "age", "tenure", "active"])
+    with pytest.warns(FeatureScaleWarning, match="column 0 \\('income'\\)"):
+        MarginSoftmaxClassifier().fit(frame, y)

@@ -205,7 +205,7 @@ class FeatureScaleWarning(UserWarning):
 FEATURE_SCALE_RATIO = 20.0
 
 
-def check_feature_scales(X, sample_weight, who="This classifier"):
+def check_feature_scales(X, sample_weight, who="This classifier", feature_names=None):
     """Warn when one column's scale dwarfs the others' (dense NumPy ``X``).
 
     A cosine loss normalises each row, so a column a thousand times larger
@@ -227,6 +227,8 @@ def check_feature_scales(X, sample_weight, who="This classifier"):
         Validated weights.
     who : str, default="This classifier"
         The subject of the message.
+    feature_names : array-like of str, default=None
+        Column names (a DataFrame's), to name the largest column by.
 
     Returns
     -------
@@ -259,9 +261,12 @@ def check_feature_scales(X, sample_weight, who="This classifier"):
     if norms.size and norms.min() > 0 and norms.max() <= 1.01 * norms.min():
         return ratio
     column = int(np.flatnonzero(mean_square > 0)[largest])
+    name = f"column {column}"
+    if feature_names is not None:
+        name += f" ({str(feature_names[column])!r})"
     warnings.warn(
         f"{who}: the feature scales differ by a factor of {ratio:.2g} (root-mean-"
-        f"square of column {column} over the median of the other columns'; "
+        f"square of {name} over the median of the other columns'; "
         f"more than {FEATURE_SCALE_RATIO:g} costs accuracy): the fit is "
         "dominated by the largest columns and will ignore the others. Put a "
         "StandardScaler before the classifier, e.g. make_pipeline("

@@ -219,7 +219,12 @@ class BaseMarginSoftmax(
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
-        check_feature_scales(X, sample_weight, type(self).__name__)
+        check_feature_scales(
+            X,
+            sample_weight,
+            type(self).__name__,
+            getattr(self, "feature_names_in_", None),
+        )
         return X, classes, y_encoded, sample_weight
 
     @fit_context(prefer_skip_nested_validation=True)
