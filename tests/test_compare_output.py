@@ -131,7 +131,13 @@ def test_every_dataset_gets_a_verdict_line_and_the_file_its_p_values(
             if line.startswith(("best here:", "no clear winner:"))
         ]
         assert len(verdicts) == 1
-    rows = json.loads(output.read_text())["results"]
+    document = json.loads(output.read_text())
+    rows = document["results"]
+    verdicts = document["metadata"]["verdicts"]
+    assert set(verdicts) == {"alpha", "beta"}
+    assert all(
+        v.startswith(("best here:", "no clear winner:")) for v in verdicts.values()
+    )
     for name in ("alpha", "beta"):
         p_values = [row["p_value_vs_best"] for row in rows if row["dataset"] == name]
         assert p_values.count(None) == 1  # the best model's own

@@ -35,6 +35,7 @@ from .report import (
     write_results,
 )
 from .settings import CompareError, CompareSettings, format_number, split_list
+from .verdict import add_verdict
 
 #: ``--impute`` strategies (those of SimpleImputer that need no fill value).
 IMPUTE_STRATEGIES = ("median", "mean", "most_frequent")
@@ -399,6 +400,7 @@ class _ResultFile:
             if args.tune
             else None,
             "grid_size_warning": grid_size_note(specs) if args.tune else None,
+            "verdicts": {},
             "environment": environment_info(),
         }
         self._write()  # a file from the start: even the first model's ^C keeps one
@@ -437,6 +439,8 @@ def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int
     def report(dataset: Dataset, rows: list) -> None:
         table = format_table(dataset, rows, settings.tune, seen_notes=seen_notes)
         print("\n" + table, file=out, flush=True)
+        # the verdict line, full names, in the file too (saved with the next row)
+        results.metadata["verdicts"][dataset.name] = add_verdict(rows)
 
     stream = None if args.quiet else sys.stderr
     clock = _run_clock(datasets, specs, settings, stream, results)
