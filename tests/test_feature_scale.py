@@ -136,3 +136,19 @@ def test_a_dataframe_column_is_named():
     frame = pd.DataFrame(X, columns=["income", "age", "tenure", "active"])
     with pytest.warns(FeatureScaleWarning, match="column 0 \\('income'\\)"):
         MarginSoftmaxClassifier().fit(frame, y)
+
+
+def test_a_cv_fit_warns_once_not_once_per_fold():
+    """The folds' fits leave the warning to the final refit on all the rows."""
+    from sklmargin import MarginSoftmaxClassifierCV
+
+    X, y = _customers(300)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        MarginSoftmaxClassifierCV(cv=3).fit(X, y)
+    messages = [str(w.message) for w in caught if w.category is FeatureScaleWarning]
+    assert len(messages) == 1
+    with pytest.warns(FeatureScaleWarning):
+        ratio = check_feature_scales(X, np.ones(len(X)))
+    bound = 10 ** np.floor(np.log10(ratio))  # a round bound, stable across folds
+    assert f"more than {bound:,.0f} " in messages[0]

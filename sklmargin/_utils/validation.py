@@ -264,9 +264,12 @@ def check_feature_scales(X, sample_weight, who="This classifier", feature_names=
     name = f"column {column}"
     if feature_names is not None:
         name += f" ({str(feature_names[column])!r})"
+    # A round bound, not the ratio itself: the same text in every fold of a
+    # CV fit, so that Python's default filter shows it once, not once a fold.
+    bound = max(FEATURE_SCALE_RATIO, 10.0 ** np.floor(np.log10(ratio)))
     warnings.warn(
-        f"{who}: the feature scales differ by a factor of {ratio:.2g} (root-mean-"
-        f"square of {name} over the median of the other columns'; "
+        f"{who}: the feature scales differ by a factor of more than {bound:,.0f} "
+        f"(root-mean-square of {name} over the median of the other columns'; "
         f"more than {FEATURE_SCALE_RATIO:g} costs accuracy): the fit is "
         "dominated by the largest columns and will ignore the others. Put a "
         "StandardScaler before the classifier, e.g. make_pipeline("

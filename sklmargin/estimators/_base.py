@@ -170,14 +170,20 @@ class BaseMarginSoftmax(
         return None, None, X_test
 
     def _fit_on_features(self, X, y, feature_map, features, sample_weight=None):
-        """``fit`` with the feature map and mapped rows of ``_fold_features``."""
-        if feature_map is None:
-            return self.fit(X, y, sample_weight=sample_weight)
-        self._premapped = (feature_map, features)
+        """``fit`` with the feature map and mapped rows of ``_fold_features``.
+
+        The CV path's fold fits: the FeatureScaleWarning is left to the final
+        refit on all the rows, once, not once per fold and grid point
+        (scikit-learn's parallel helper resets the warning registry per task).
+        """
+        self._no_scale_check = True
+        if feature_map is not None:
+            self._premapped = (feature_map, features)
         try:
             return self.fit(X, y, sample_weight=sample_weight)
         finally:
             self.__dict__.pop("_premapped", None)
+            self.__dict__.pop("_no_scale_check", None)
 
     # -- fit ------------------------------------------------------------------
     def _validate_hyperparameters(self):
@@ -219,12 +225,13 @@ class BaseMarginSoftmax(
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
-        check_feature_scales(
-            X,
-            sample_weight,
-            type(self).__name__,
-            getattr(self, "feature_names_in_", None),
-        )
+        if not self.__dict__.get("_no_scale_check"):
+            check_feature_scales(
+                X,
+                sample_weight,
+                type(self).__name__,
+                getattr(self, "feature_names_in_", None),
+            )
         return X, classes, y_encoded, sample_weight
 
     @fit_context(prefer_skip_nested_validation=True)
