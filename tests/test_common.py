@@ -4,6 +4,7 @@ The linear configurations are built from the loss registry, so a newly
 registered loss is checked without editing this file.
 """
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
@@ -38,6 +39,13 @@ KERNEL_CONFIGS = [
 ]
 
 
+# The checks test the API on scikit-learn's tiny data, some with random labels
+# (check_supervised_y_2d, check_classifier_data_not_an_array): there L-Softmax
+# and SV-Softmax (t=1.2), whose losses are only piecewise smooth, can stop on
+# L-BFGS's relative-reduction criterion with the gradient above tol, and warn.
+# Convergence is tested where it is the point (test_solver.py,
+# test_reliability.py); here the warning is expected, and filtered by name.
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @parametrize_with_checks(LINEAR_CONFIGS + KERNEL_CONFIGS)
 def test_sklearn_conformance(estimator, check):
     check(estimator)

@@ -115,7 +115,11 @@ def test_infinite_value_names_the_column(tmp_path, bad, capsys):
     path = _write(tmp_path / "inf.csv", HEADER, rows)
     code, _, err = _run(capsys, path)
     assert code == 2
-    assert "feature column 'f1' has infinite values (first in data row 8" in err
+    assert "infinite values: 'f1' (1 row, first data row 8" in err
+    assert "--drop f1" in err
+    # --impute fills gaps, not infinities
+    code, _, err = _run(capsys, path, "--impute", "median")
+    assert code == 2 and "'f1'" in err
 
 
 @pytest.mark.parametrize("missing", ["", "NA", "?"])
@@ -123,8 +127,91 @@ def test_missing_value_names_the_column(tmp_path, missing):
     rows = _table()
     rows[3][2] = missing
     path = _write(tmp_path / "m.csv", HEADER, rows)
-    with pytest.raises(CompareError, match="'f2' has missing values .*data row 4"):
+    with pytest.raises(CompareError, match="'f2' \\(1 row, first data row 4"):
         load_csv(path, "species")
+
+
+def test_every_column_with_gaps_is_named_at_once_with_the_option(tmp_path, capsys):
+    rows = _table()
+    for row, column in [(3, 0), (5, 0), (9, 2), (11, 1)]:
+        rows[row][column] = "NA"
+    path = _write(tmp_path / "gaps.csv", HEADER, rows)
+    code, _, err = _run(capsys, path)
+    assert code == 2
+    message = err.strip().splitlines()[-1]
+    assert "3 feature column(s) have missing values" in message
+    assert "'f0' (2 rows, first data row 4: 'NA')" in message
+    assert "'f1' (1 row, first data row 12" in message
+    assert "'f2' (1 row, first data row 10" in message
+    assert "--impute median" in message and "--drop f0,f1,f2" in message
+
+
+def test_gaps_and_text_columns_are_reported_together(tmp_path, capsys):
+    rows = [
+        [*row[:3], ["red", "blue"][i % 2], row[3]] for i, row in enumerate(_table())
+    ]
+    rows[2][0] = ""
+    path = _write(tmp_path / "both.csv", ["f0", "f1", "f2", "colour", "species"], rows)
+    code, _, err = _run(capsys, path)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "--impute median" in line and "Text column 'colour'" in line
+    assert "--one-hot" in line
+
+
+@pytest.mark.parametrize("strategy", ["median", "mean", "most_frequent"])
+def test_impute_fills_gaps_inside_every_pipeline(tmp_path, strategy, capsys):
+    rows = _table(120)
+    rng = np.random.default_rng(0)
+    for row in rng.choice(120, size=30, replace=False):
+        rows[row][int(rng.integers(3))] = "NA"
+    path = _write(tmp_path / "gaps.csv", HEADER, rows)
+    output = tmp_path / "out.json"
+    code, out, _ = _run(capsys, path, "--impute", strategy, "--output", str(output))
+    assert code == 0, out
+    assert "missing values (--impute fills them): 'f0'" in out
+    words = " ".join(out.split())  # the preamble is wrapped to the terminal
+    assert f"Pipeline(SimpleImputer('{strategy}', add_indicator=True), " in words
+    document = json.loads(output.read_text())
+    assert document["metadata"]["settings"]["impute"] == strategy
+    assert {row["status"] for row in document["results"]} == {"ok"}
+    # the imputer is fitted inside the pipeline: on the training split only
+    from sklmargin.compare import CompareSettings, build_pipeline, model_registry
+
+    settings = CompareSettings(impute=strategy)
+    pipeline = build_pipeline(model_registry()["margin:am-softmax"], settings)
+    assert [name for name, _ in pipeline.steps] == ["impute", "standardscaler", "model"]
+    imputer = pipeline.named_steps["impute"]
+    assert imputer.strategy == strategy and imputer.add_indicator
+    dataset = load_csv(path, "species", allow_missing=True)
+    pipeline.fit(dataset.X_train, dataset.y_train)
+    train_median = np.nanmedian(dataset.X_train, axis=0)
+    if strategy == "median":
+        np.testing.assert_allclose(imputer.statistics_, train_median)
+
+
+def test_impute_makes_a_missing_text_value_a_category(tmp_path):
+    colours = ["red", "green", "NA", "blue"]
+    rows = [[*row[:3], colours[i % 4], row[3]] for i, row in enumerate(_table(80))]
+    header = ["f0", "f1", "f2", "colour", "species"]
+    path = _write(tmp_path / "c.csv", header, rows)
+    with pytest.raises(CompareError, match="--impute makes them a category"):
+        load_csv(path, "species", one_hot=True)
+    dataset = load_csv(path, "species", one_hot=True, allow_missing=True)
+    assert dataset.n_features == 3 + 4  # blue, green, red and <missing>
+
+
+def test_nan_in_npz_data_names_the_columns_and_the_option(tmp_path, capsys):
+    X, y = make_classification(n_samples=80, n_features=5, random_state=0)
+    X[3, 1] = X[40, 4] = np.nan
+    np.savez(tmp_path / "gappy.npz", X_train=X[:60], y_train=y[:60],
+             X_test=X[60:], y_test=y[60:])  # fmt: skip
+    args = ["compare", "--data", str(tmp_path), *FAST]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "gappy: 2 feature column(s) have missing values (NaN): columns 1, 4" in err
+    assert "--impute median" in err
+    assert main([*args, "--impute", "mean"]) == 0
 
 
 def test_header_only_file_says_no_data_rows(tmp_path, capsys):
@@ -177,7 +264,7 @@ def test_decimal_commas_are_read_as_numbers_with_a_note(tmp_path, capsys):
     rows[3][1] = "NA"  # a missing value does not stop the detection
     rows[4][1] = "7"  # nor does an integer without a comma
     path = _write(tmp_path / "eu.csv", HEADER, rows, ";")
-    with pytest.raises(CompareError, match="'f1' has missing values"):
+    with pytest.raises(CompareError, match="missing values: 'f1'"):
         load_csv(path, "species")
     rows[3][1] = "0,5"
     path = _write(tmp_path / "eu.csv", HEADER, rows, ";")

@@ -113,3 +113,38 @@ def test_pages_reference_existing_examples(page):
     names = re.findall(r"sphx_glr_auto_examples_(\w+)\.py", page.read_text())
     for name in names:
         assert (ROOT / "examples" / f"{name}.py").is_file(), name
+
+
+def test_readme_python_blocks_run_as_pasted(capsys):
+    """Every ```python block of the README runs in a fresh namespace, in order.
+
+    A newcomer pastes them into a notebook: a block that uses a name it does
+    not define (``X_train``) fails here, not in their hands.
+    """
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(
+        r"^```python\n(.*?)^```", readme, flags=re.MULTILINE | re.DOTALL
+    )
+    assert blocks, "the README has no python block"
+    namespace: dict = {}  # shared, as in one notebook
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+    out = capsys.readouterr().out
+    # the blocks' own prints: scores, so a broken model shows up too
+    scores = [float(word) for word in re.findall(r"\b0\.\d{3,}\b", out)]
+    assert scores and min(scores) > 0.9
+
+
+def test_linear_estimator_describes_every_parameter():
+    """``help(MarginSoftmaxClassifier)`` documents every constructor argument."""
+    import inspect
+
+    from numpydoc.docscrape import ClassDoc
+
+    cls = sklmargin.MarginSoftmaxClassifier
+    documented = {
+        param.name: " ".join(param.desc).strip()
+        for param in ClassDoc(cls)["Parameters"]
+    }
+    for name in inspect.signature(cls).parameters:
+        assert documented.get(name), f"parameter {name!r} is not described"

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -122,7 +122,13 @@ def test_invalid_m_in_a_grid_scores_nan_with_a_warning():
     search = GridSearchCV(
         MarginSoftmaxClassifier(loss="am-softmax"), {"m": [0.1, 5.0]}, cv=2
     )
-    with pytest.warns(UserWarning, match="fits failed|non-finite"):
+    # Both expected, both asserted: scikit-learn's FitFailedWarning (a
+    # RuntimeWarning, with the traceback of the refused m) and its UserWarning
+    # about the non-finite mean score.
+    with (
+        pytest.warns(FitFailedWarning, match="(?s)2 fits failed.*m must be in"),
+        pytest.warns(UserWarning, match="non-finite"),
+    ):
         search.fit(X, y)
     scores = search.cv_results_["mean_test_score"]
     assert np.isfinite(scores[0]) and np.isnan(scores[1])

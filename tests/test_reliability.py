@@ -313,3 +313,22 @@ def test_float64_kernel_model_refuses_float32_rows_beyond_their_range():
         with pytest.raises(ValueError, match="logit scale reaches .* float32"):
             clf.decision_function(X.astype(np.float32))
         assert np.all(np.isfinite(clf.decision_function(X)))
+
+
+def test_l_softmax_centre_class_hint_names_the_kink_not_lambda():
+    """Three classes along a line, centred: the middle one's w_j = 0 is right.
+
+    L-Softmax stalls at the kink of |w_j| |x| psi(theta) there; the warning
+    must say so (and that the model is fine), not blame lambda_min.
+    """
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 100)
+    X = rng.normal(size=(300, 5))
+    X[:, 0] += 3.0 * (y - 1)
+    X = StandardScaler().fit_transform(X)
+    with pytest.warns(ConvergenceWarning, match="class 1 is w_j = 0") as caught:
+        clf = MarginSoftmaxClassifier(loss="l-softmax").fit(X, y)
+    message = str(caught[0].message)
+    assert "centre of the data" in message and "lambda_min" not in message
+    softmax = MarginSoftmaxClassifier(loss="softmax").fit(X, y)
+    assert clf.score(X, y) >= softmax.score(X, y) - 0.02  # the model is fine

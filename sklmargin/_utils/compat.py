@@ -14,7 +14,7 @@ and correct (possibly slower, or with less precise parameter messages):
   softmax cross-entropy; ``None`` when it cannot be imported, and the objective
   then uses its numpy version (it also probes the compiled one against numpy).
 * ``array_api_compat``: the package when installed (``pip install
-  sklmargin[array-api]``), else the copy scikit-learn vendors in
+  ".[array-api]"`` in a checkout), else the copy scikit-learn vendors in
   ``sklearn.externals`` (scikit-learn 1.4 to 1.9 at least; 1.9.1 ships
   array-api-compat 1.15), else None, and array API inputs then take the NumPy
   path (:mod:`sklmargin._utils.array_api`).

@@ -11,7 +11,11 @@ What a data scientist's first file looks like, and what happens to it:
 * ``--drop COLS`` drops columns by name;
 * text columns stop the run with a message naming them, unless ``--one-hot``
   asks for one-hot encoding (one 0/1 column per distinct value);
-* missing or infinite feature values stop the run, naming the column and row;
+* missing feature values stop the run with one message naming every column
+  that has them, unless ``--impute`` (``allow_missing``) keeps them as NaN for
+  the imputer that then starts every model's pipeline (a missing text value is
+  then a category of its own under ``--one-hot``);
+* infinite feature values stop the run, naming every such column;
 * a label column of many distinct non-integer numbers is refused as a
   regression target.
 
@@ -64,6 +68,7 @@ def load_csv(
     drop: Sequence[str] = (),
     keep: Sequence[str] = (),
     one_hot: bool = False,
+    allow_missing: bool = False,
 ) -> Dataset:
     """Load a CSV file (header row, a label column) and split it.
 
@@ -83,6 +88,10 @@ def load_csv(
         Columns to keep even if they look like identifiers.
     one_hot : bool, default=False
         One-hot encode text columns instead of refusing them.
+    allow_missing : bool, default=False
+        Keep missing feature values as NaN (``--impute``: the pipeline imputes
+        them) instead of refusing them; a missing text value becomes the
+        category ``<missing>``.
 
     Returns
     -------
@@ -131,19 +140,26 @@ def load_csv(
         if numbers is None:
             text[name] = values
         else:
-            features[name] = _checked_numbers(name, values, numbers)
+            features[name] = numbers
+    # Every problem of the file in one message: one fix, not one run each.
+    problems = [_check_numbers(features, columns, allow_missing)]
     if text and not one_hot:
         examples = ", ".join(
             f"{name!r} (e.g. {_first_text(values)!r})" for name, values in text.items()
         )
         which = "text column" if len(text) == 1 else "text columns"
+        which = which.capitalize() if problems[0] else which  # a second sentence
         verb, them = ("is", "it") if len(text) == 1 else ("are", "them")
-        raise CompareError(
+        problems.append(
             f"{which} {examples} {verb} not numeric: add --one-hot to one-hot "
             f"encode {them}, or --drop {','.join(text)} to leave {them} out."
         )
+    if any(problems):
+        raise CompareError(" ".join(filter(None, problems)))
+    if allow_missing:
+        notes += _missing_note(features)
     for name, values in text.items():
-        features.update(_one_hot(name, values))
+        features.update(_one_hot(name, values, allow_missing))
     if text:
         notes.append(
             f"one-hot encoded {', '.join(map(repr, text))} (--one-hot; categories "
@@ -238,19 +254,62 @@ def _first_text(values: Sequence[str]) -> str:
     return next(v for v in values if not _is_missing(v) and _as_numbers([v]) is None)
 
 
-def _checked_numbers(name: str, values: Sequence[str], numbers: np.ndarray):
-    """Refuse missing and infinite values, naming the column and the first row."""
-    for problem, mask, advice in (
-        ("missing values", np.isnan(numbers), "impute or drop them first"),
-        ("infinite values", np.isinf(numbers), "replace or drop them first"),
-    ):
-        if mask.any():
-            row = int(np.flatnonzero(mask)[0])
-            raise CompareError(
-                f"feature column {name!r} has {problem} (first in data row "
-                f"{row + 1}: {values[row]!r}); {advice}, or --drop {name}."
-            )
-    return numbers
+def _where(values: Sequence[str], mask: np.ndarray) -> str:
+    """``"3 rows, first data row 8: 'NA'"`` for one column's bad cells."""
+    rows = np.flatnonzero(mask)
+    count = f"{rows.size} row{'s' if rows.size > 1 else ''}"
+    return f"{count}, first data row {rows[0] + 1}: {values[rows[0]]!r}"
+
+
+def _check_numbers(features: dict, columns: dict, allow_missing: bool) -> str:
+    """Refuse infinite values; describe missing ones unless ``allow_missing``.
+
+    Every offending column is named in one message, so that a file with gaps
+    in several columns needs one fix, not one run per column.
+
+    Returns
+    -------
+    str
+        The missing-value problem ("" if none or allowed), for the caller to
+        report with any other.
+    """
+    infinite = {name: np.isinf(numbers) for name, numbers in features.items()}
+    infinite = {name: mask for name, mask in infinite.items() if mask.any()}
+    if infinite:
+        listed = "; ".join(
+            f"{name!r} ({_where(columns[name], mask)})"
+            for name, mask in infinite.items()
+        )
+        names = ",".join(infinite)
+        raise CompareError(
+            f"feature column(s) with infinite values: {listed}; replace them or "
+            f"--drop {names}."
+        )
+    if allow_missing:
+        return ""
+    missing = {name: np.isnan(numbers) for name, numbers in features.items()}
+    missing = {name: mask for name, mask in missing.items() if mask.any()}
+    if not missing:
+        return ""
+    listed = "; ".join(
+        f"{name!r} ({_where(columns[name], mask)})" for name, mask in missing.items()
+    )
+    return (
+        f"{len(missing)} feature column(s) have missing values: {listed}. "
+        "Add --impute median (or mean, most_frequent) to fill them inside "
+        "every model's pipeline, fitted on the training split only, or "
+        f"--drop {','.join(missing)}."
+    )
+
+
+def _missing_note(features: dict) -> list[str]:
+    """Return the note of an ``--impute`` run: which columns have gaps, how many."""
+    counts = {name: int(np.isnan(numbers).sum()) for name, numbers in features.items()}
+    counts = {name: count for name, count in counts.items() if count}
+    if not counts:
+        return []
+    listed = ", ".join(f"{name!r} ({count})" for name, count in counts.items())
+    return [f"missing values (--impute fills them): {listed}"]
 
 
 def _labels(target: str, values: Sequence[str]) -> np.ndarray:
@@ -312,15 +371,27 @@ def _drop_identifiers(columns: dict, keep: Sequence[str]) -> list[str]:
     return notes
 
 
-def _one_hot(name: str, values: Sequence[str]) -> dict[str, np.ndarray]:
-    """One 0/1 column ``name=value`` per distinct value of a text column."""
+#: The category of a missing text value under ``--impute``.
+MISSING_CATEGORY = "<missing>"
+
+
+def _one_hot(
+    name: str, values: Sequence[str], allow_missing: bool = False
+) -> dict[str, np.ndarray]:
+    """One 0/1 column ``name=value`` per distinct value of a text column.
+
+    With ``allow_missing`` a missing value is a category of its own
+    (:data:`MISSING_CATEGORY`): whether a value is missing is often
+    informative, and one-hot columns cannot be imputed meaningfully.
+    """
     missing = [row for row, value in enumerate(values) if _is_missing(value)]
-    if missing:
+    if missing and not allow_missing:
         raise CompareError(
             f"text column {name!r} has missing values (first in data row "
-            f"{missing[0] + 1}); fill them (e.g. with a category of their own) or "
-            f"--drop {name}."
+            f"{missing[0] + 1}); --impute makes them a category of their own, "
+            f"or fill them yourself, or --drop {name}."
         )
+    values = [MISSING_CATEGORY if _is_missing(value) else value for value in values]
     categories = sorted(set(values))
     if len(categories) > MAX_ONE_HOT_VALUES:
         raise CompareError(

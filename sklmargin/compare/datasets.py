@@ -117,6 +117,28 @@ def split_train_test(
     return Dataset(name, X_train, y_train, X_test, y_test, tuple(notes))
 
 
+def check_no_missing(dataset: Dataset) -> None:
+    """Refuse NaN features (without ``--impute``), naming every such column.
+
+    Raises
+    ------
+    CompareError
+        Naming the dataset, the columns (0-based indices) and ``--impute``.
+    """
+    columns = np.flatnonzero(
+        np.isnan(np.asarray(dataset.X_train, dtype=np.float64)).any(axis=0)
+        | np.isnan(np.asarray(dataset.X_test, dtype=np.float64)).any(axis=0)
+    )
+    if columns.size:
+        shown = ", ".join(map(str, columns[:20]))
+        more = f" and {columns.size - 20} more" if columns.size > 20 else ""
+        raise CompareError(
+            f"{dataset.name}: {columns.size} feature column(s) have missing values "
+            f"(NaN): columns {shown}{more} (0-based). Add --impute median (or mean, "
+            "most_frequent) to fill them inside every model's pipeline."
+        )
+
+
 def select_names(available: Sequence[str], requested: str | None, what: str) -> list:
     """Return the names of ``requested`` (comma-separated) found in ``available``.
 

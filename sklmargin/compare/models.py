@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
 from sklearn.kernel_approximation import Nystroem, RBFSampler
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
@@ -463,11 +464,17 @@ def build_pipeline(spec: ModelSpec, settings: CompareSettings) -> Pipeline:
     """Return ``Pipeline([StandardScaler(), model])`` for one registry entry.
 
     The scaler is part of the pipeline so that it is fitted on the training
-    split (or the training folds when tuning) only.
+    split (or the training folds when tuning) only. With ``settings.impute``
+    a ``SimpleImputer(strategy=impute, add_indicator=True)`` comes first, for
+    every model alike (HistGradientBoosting, which could take NaN itself,
+    included): one 0/1 column per feature with missing values keeps the
+    information that a value was missing.
     """
-    return Pipeline(
-        [("standardscaler", StandardScaler()), ("model", spec.build(settings))]
-    )
+    steps = [("standardscaler", StandardScaler()), ("model", spec.build(settings))]
+    if settings.impute is not None:
+        imputer = SimpleImputer(strategy=settings.impute, add_indicator=True)
+        steps.insert(0, ("impute", imputer))
+    return Pipeline(steps)
 
 
 def format_model_list(registry: Mapping[str, ModelSpec]) -> str:

@@ -32,6 +32,7 @@ from .datasets import Dataset
 from .models import ModelSpec, build_pipeline, grid_size
 from .progress import Progress
 from .settings import REFERENCE_MODELS, ROW_FIELDS, CompareSettings, plain
+from .verdict import add_verdict
 
 #: Normal quantile of a two-sided 95% interval.
 _Z95 = 1.959963984540054
@@ -455,10 +456,13 @@ def evaluate_model(
                 warm_up,
             )
         row["notes"].extend(summarize_warnings(caught, "fit"))
-        correct = int(np.sum(np.asarray(prediction) == np.asarray(dataset.y_test)))
+        hits = np.asarray(prediction) == np.asarray(dataset.y_test)
+        correct = int(np.sum(hits))
         low, high = wilson_interval(correct, dataset.n_test)
         row.update(
             status="ok",
+            # per test row, for the paired test of the verdict (not written out)
+            test_correct=hits,
             accuracy=correct / dataset.n_test,
             accuracy_ci_low=low,
             accuracy_ci_high=high,
@@ -562,5 +566,6 @@ def _run(
                 add_ratios(rows)
                 if on_model_done is not None:
                     on_model_done(row)
+            add_verdict(rows)  # p_value_vs_best, written with the next save
             if on_dataset_done is not None:
                 on_dataset_done(dataset, rows)

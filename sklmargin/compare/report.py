@@ -20,8 +20,19 @@ from threadpoolctl import threadpool_info
 from .datasets import Dataset
 from .models import ModelSpec, grid_size_note, grid_sizes
 from .settings import ROW_FIELDS, CompareError, CompareSettings, format_number, plain
+from .verdict import add_verdict
 
-_SHORT_REFERENCE_NAMES = {"LinearSVC": "LinSVC", "LogisticRegression": "LogReg"}
+_SHORT_REFERENCE_NAMES = {"LinearSVC": "LSVC", "LogisticRegression": "LR"}
+
+#: Time ratios of fits or predicts faster than this (seconds, either side) are
+#: not printed ("-"): such a call is mostly fixed cost that does not grow with
+#: the data (input validation, the pipeline, Python calls). Measured on 30 rows
+#: (``benchmarks/fit_floor.py``, ``benchmarks/results_fit_floor.md``): 0.96 ms
+#: for LinearSVC, 1.71 ms for LogisticRegression and 3.55 ms for
+#: MarginSoftmaxClassifier per fit, at most 0.27 ms per predict; from 10 ms on,
+#: that floor is at most about a third of the time. The times themselves are
+#: printed, and every ratio is in ``--output``.
+MIN_RATIO_TIME = 0.010
 
 #: Line width when the output is not a terminal.
 DEFAULT_WIDTH = 100
@@ -93,73 +104,99 @@ def short_model_name(model: str) -> str:
     return model
 
 
-def _fit_columns(
-    header: Sequence[str],
-    lines: Sequence[Sequence[str]],
-    groups: Sequence[Sequence[int]],
-    width: int,
-) -> list[str]:
-    """Align the columns; split them into blocks of whole groups if too wide.
-
-    Every block repeats the first column (the model). A group (e.g. the two
-    fit ratios) stays together unless it alone is wider than ``width``.
-    """
-    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
-    blocks: list[list[int]] = [[0]]
-    used = widths[0]
-    for group in groups:
-        extra = sum(2 + widths[i] for i in group)
-        if len(blocks[-1]) > 1 and used + extra > width:
-            blocks.append([0])
-            used = widths[0]
-        for i in group:  # a group wider than a line is split column by column
-            if len(blocks[-1]) > 1 and used + 2 + widths[i] > width:
-                blocks.append([0])
-                used = widths[0]
-            blocks[-1].append(i)
-            used += 2 + widths[i]
-    text: list[str] = []
-    for block in blocks:
-        if text:
-            text.append("")
-        text += align_columns(
-            [header[i] for i in block], [[line[i] for i in block] for line in lines]
-        )
-    return text
+def _ratio(row: Mapping[str, Any], kind: str, reference: Mapping | None) -> str:
+    """Return a time ratio for the table: "-" when either time is under the floor."""
+    if reference is None:
+        return "-"
+    value = row.get(f"{kind}_ratio_vs_{reference['model']}")
+    if value is None:
+        return "-"
+    if min(row[f"{kind}_time"], reference[f"{kind}_time"]) < MIN_RATIO_TIME:
+        return "-"
+    return format_number(value)
 
 
-def _table_cells(rows, tuned, references, short_names):
-    header = ["model", "acc %", "95% CI", "fit s", "predict s"]
-    groups = [[1, 2], [3, 4]]
-    for kind in ("fit", "pred"):
-        groups.append(list(range(len(header), len(header) + len(references))))
-        header += [f"{kind}/{_SHORT_REFERENCE_NAMES[ref]}" for ref in references]
+def _table_cells(rows, tuned, references, short_names, params_in_table):
+    """Header, optional column groups (least needed first) and cells."""
+    header = ["model", "acc %", "95% CI"]
     if tuned:
-        groups += [[len(header), len(header) + 1], [len(header) + 2]]
-        header += ["cv acc %", "tune s", "best params"]
+        header += ["cv acc %", "tune s"]
+    header += ["fit s", "pred s"]
+    start = len(header)
+    header += [f"fit/{_SHORT_REFERENCE_NAMES[ref]}" for ref in references]
+    header += [f"pred/{_SHORT_REFERENCE_NAMES[ref]}" for ref in references]
+    middle = start + len(references)
+    groups = [list(range(middle, len(header))), list(range(start, middle))]
+    if tuned and params_in_table:
+        header.append("best params")
+    by_model = {row["model"]: row for row in rows if row["status"] == "ok"}
     lines = []
     for row in rows:
-        accuracy = _format_percent(row["accuracy"]) if row["status"] == "ok" else None
+        ok = row["status"] == "ok"
         cells = [
             short_model_name(row["model"]) if short_names else row["model"],
-            accuracy or row["status"],
+            _format_percent(row["accuracy"]) if ok else row["status"],
             _format_interval(row),
-            format_number(row["fit_time"]),
-            format_number(row["predict_time"]),
         ]
-        for kind in ("fit", "predict"):
-            cells += [
-                format_number(row[f"{kind}_ratio_vs_{reference}"])
-                for reference in references
-            ]
         if tuned:
             cells += [
                 _format_percent(row["cv_accuracy"]),
                 format_number(row["tune_time"]),
-                _format_params(row["best_params"]),
             ]
+        cells += [format_number(row["fit_time"]), format_number(row["predict_time"])]
+        for kind in ("fit", "predict"):
+            cells += [
+                _ratio(row, kind, by_model.get(ref)) if ok else "-"
+                for ref in references
+            ]
+        if tuned and params_in_table:
+            cells.append(_format_params(row["best_params"]))
         lines.append(cells)
     return header, groups, lines
+
+
+def _layout(rows, tuned, references, width):
+    """Return the table lines that fit ``width`` and what was changed to fit.
+
+    In this order, until the table fits: model names are shortened, the best
+    parameters move to notes under the table, the predict-time ratios and then
+    the fit-time ratios are left out. The table is never split in two: an
+    80-column or piped output reads like a wide one.
+
+    A ratio column with no value at all (every time under
+    :data:`MIN_RATIO_TIME`) is left out first, whatever the width.
+
+    Returns
+    -------
+    table : list of str
+    left_out : list of str
+        Headers of the columns left out to fit the width.
+    empty : list of str
+        Headers of the ratio columns left out for having no value.
+    params_in_table : bool
+        Whether the best parameters are a column.
+    short_names : bool
+        Whether the model names are shortened.
+    """
+    for short_names, params_in_table, n_dropped in (
+        (False, True, 0), (True, True, 0), (True, False, 0), (True, False, 1),
+        (True, False, 2),
+    ):  # fmt: skip
+        header, groups, lines = _table_cells(
+            rows, tuned, references, short_names, params_in_table
+        )
+        ratios = {i for group in groups for i in group}
+        empty = [i for i in sorted(ratios) if all(line[i] == "-" for line in lines)]
+        dropped = [i for group in groups[:n_dropped] for i in group if i not in empty]
+        keep = [i for i in range(len(header)) if i not in dropped and i not in empty]
+        table = align_columns(
+            [header[i] for i in keep], [[line[i] for i in keep] for line in lines]
+        )
+        if max(map(len, table)) <= width:
+            break
+    left_out = [header[i] for i in dropped]
+    empty_names = [header[i] for i in empty]
+    return table, left_out, empty_names, params_in_table, short_names
 
 
 def format_table(
@@ -169,19 +206,22 @@ def format_table(
     width: int | None = None,
     seen_notes: dict[str, str] | None = None,
 ) -> str:
-    """Return the text block of one dataset: sizes, a table, then notes.
+    """Return the text block of one dataset: sizes, a table, a verdict, notes.
 
-    The block fits ``width`` columns: model names are shortened
-    (:func:`short_model_name`) if the full ones do not fit, then the columns
-    are split into several tables, each starting with the model; notes are
-    wrapped. A note shared by several models is printed once, naming them.
+    The block fits ``width`` columns without splitting the table (see
+    :func:`_layout`): model names are shortened (:func:`short_model_name`),
+    best parameters move under the table and time-ratio columns are left out,
+    with a note, as far as needed. The verdict line says whether the most
+    accurate model is ahead of every other (:func:`~.verdict.add_verdict`).
+    Notes are wrapped; a note shared by several models is printed once,
+    naming them.
 
     Parameters
     ----------
     dataset : Dataset
         The dataset (for its sizes).
     rows : sequence of dict
-        Its result rows.
+        Its result rows (their ``p_value_vs_best`` is filled in).
     tuned : bool
         Whether to show the tuning columns (CV accuracy, tuning time, best
         parameters).
@@ -202,15 +242,33 @@ def format_table(
     # empty columns: left out.
     present = {row["model"] for row in rows}
     references = [ref for ref in _SHORT_REFERENCE_NAMES if ref in present]
-    header, groups, lines = _table_cells(rows, tuned, references, short_names=False)
-    if max(map(len, align_columns(header, lines))) > width:
-        header, groups, lines = _table_cells(rows, tuned, references, short_names=True)
-    table = _fit_columns(header, lines, groups, width)
+    table, left_out, empty, params_in_table, short = _layout(
+        rows, tuned, references, width
+    )
     title = (
         f"== {dataset.name}: n_train={dataset.n_train}, n_test={dataset.n_test}, "
         f"n_features={dataset.n_features}, n_classes={dataset.n_classes}"
     )
-    notes = _grouped_notes(rows, dataset.name, seen_notes)
+    verdict = add_verdict(rows, short_model_name if short else str)
+    notes = []
+    if empty:
+        notes.append(
+            f"no {', '.join(empty)}: each would involve a time under "
+            f"{MIN_RATIO_TIME * 1000:g} ms, mostly fixed cost (the ratios are in "
+            "--output)"
+        )
+    if left_out:
+        notes.append(
+            f"left out to fit {width} columns: {', '.join(left_out)} (in --output; "
+            "a wider terminal shows them)"
+        )
+    if tuned and not params_in_table:
+        notes += [
+            f"{row['model']}: best params {_format_params(row['best_params'])}"
+            for row in rows
+            if row["best_params"]
+        ]
+    notes += _grouped_notes(rows, dataset.name, seen_notes)
     wrapper = textwrap.TextWrapper(
         width=width,
         initial_indent="  * ",
@@ -220,7 +278,8 @@ def format_table(
         break_on_hyphens=False,
     )
     wrapped = [line for note in notes for line in _wrap(wrapper, note)]
-    return "\n".join([*textwrap.wrap(title, width), *table, *wrapped])
+    verdict_lines = wrap_lines([verdict], width) if verdict else []
+    return "\n".join([*textwrap.wrap(title, width), *table, *verdict_lines, *wrapped])
 
 
 def _grouped_notes(rows, dataset: str, seen: dict[str, str] | None) -> list[str]:
@@ -259,46 +318,51 @@ def format_preamble(
     settings: CompareSettings,
     width: int | None = None,
 ) -> str:
-    """Return the lines printed before the tables: the protocol of this run.
+    """Return the lines printed before the tables: the protocol and the legend.
 
     Each statement is wrapped to ``width`` columns (the terminal's by default).
     """
     n_runs = f"median of {settings.repeats} runs" if settings.repeats > 1 else "1 run"
-    lines = [
-        f"sklmargin compare: {len(datasets)} dataset(s) x {len(specs)} model(s); "
-        "each model is Pipeline(StandardScaler, model) fitted on the training "
-        "split, scored once on the test split",
-        f"times in seconds ({n_runs}); ratios = time / time of LinearSVC (LinSVC) "
-        "or LogisticRegression (LogReg) on the same dataset in this run; tables "
-        "too wide for the terminal shorten names (HGB = HistGradientBoosting, "
-        "+LR = +LogisticRegression)",
-        f"tolerance: LogisticRegression (lbfgs) and sklmargin estimators both use "
-        f"tol={settings.tol:g} (L-BFGS gradient tolerance) and "
-        f"max_iter={settings.max_iter}; LinearSVC (dual='auto', "
-        f"max_iter={settings.linear_svc_max_iter}) and SVC use scikit-learn's "
-        "default tolerances",
-        f"kernel features: n_components={settings.n_components} for "
-        "RBFSampler/Nystroem+LogisticRegression and kernel:*, RBF gamma='scale'; "
-        f"random_state={settings.random_state} everywhere; "
-        f"BLAS/OpenMP threads: {_describe_threads(settings.threads)}",
-        "accuracy: on the test split, with its 95% confidence interval (Wilson "
-        "score interval for n_test rows; overlapping intervals = no clear winner)",
-    ]
+    imputer = (
+        f"SimpleImputer({settings.impute!r}, add_indicator=True), "
+        if settings.impute
+        else ""
+    )
+    tuning = "tuning: off (default hyper-parameters; --tune to tune)"
     if settings.tune:
         sizes = set(grid_sizes(specs).values())
         points = f"{sizes.pop()} grid points per model" if len(sizes) == 1 else ""
-        lines.append(
+        tuning = (
             f"tuning: GridSearchCV, {settings.cv}-fold stratified CV on the "
             f"training split, {points or 'grids of different sizes'} (peers: C, "
             "SVC: C x gamma, HGB: learning_rate x max_leaf_nodes; ours: the "
             "loss's grid, kernel:* gamma x s; gamma as multiples of the 'scale' "
             "value); best params refitted on the whole training split, then timed"
         )
+    lines = [
+        f"sklmargin compare: {len(datasets)} dataset(s) x {len(specs)} model(s), "
+        f"each Pipeline({imputer}StandardScaler, model) fitted on the training "
+        "split, scored once on the test split",
+        "acc %: test accuracy with its 95% Wilson interval; under each table, "
+        "whether the most accurate model is ahead of every other (exact McNemar "
+        "test on the same test rows, p < 0.05 against each)",
+        f"times: seconds ({n_runs}); fit/LSVC, fit/LR, pred/LSVC, pred/LR = time "
+        "/ time of LinearSVC or LogisticRegression in this run, '-' where either "
+        f"is under {MIN_RATIO_TIME * 1000:g} ms (mostly fixed cost, not the "
+        "algorithm); narrow tables say HGB for HistGradientBoosting, +LR for "
+        "+LogisticRegression",
+        f"settings: tol={settings.tol:g} (L-BFGS gradient tolerance) and "
+        f"max_iter={settings.max_iter} for LogisticRegression (lbfgs) and "
+        f"sklmargin; LinearSVC dual='auto', max_iter={settings.linear_svc_max_iter}"
+        f"; SVC scikit-learn's defaults; n_components={settings.n_components}, "
+        f"RBF gamma='scale'; random_state={settings.random_state}; BLAS/OpenMP "
+        f"threads: {_describe_threads(settings.threads)}",
+        tuning,
+    ]
+    if settings.tune:
         note = grid_size_note(specs)
         if note is not None:
             lines.append(f"WARNING: {note}")
-    else:
-        lines.append("tuning: off (default hyper-parameters; --tune to tune)")
     return "\n".join(wrap_lines(lines, width))
 
 

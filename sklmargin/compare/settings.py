@@ -24,6 +24,7 @@ ROW_FIELDS = (
     "accuracy",
     "accuracy_ci_low",
     "accuracy_ci_high",
+    "p_value_vs_best",
     "fit_time",
     "predict_time",
     "fit_ratio_vs_LinearSVC",
@@ -52,7 +53,7 @@ class CompareSettings:
 
     Parameters
     ----------
-    n_components : int, default=2000
+    n_components : int, default=1000
         Feature width of RBFSampler/Nystroem + LogisticRegression and ``kernel:*``.
     random_state : int, default=0
         Seed of every model that takes one, of the splits and of the CV folds.
@@ -83,9 +84,13 @@ class CompareSettings:
         (liblinear, libsvm) are single-threaded, so ratios against them compare
         like with like, and timings do not collapse when other processes
         compete for the cores (BLAS threads then wait on each other).
+    impute : {"median", "mean", "most_frequent"} or None, default=None
+        Strategy of the ``SimpleImputer(add_indicator=True)`` that starts every
+        model's pipeline (``--impute``); None: no imputer, missing values are an
+        error when the data is loaded.
     """
 
-    n_components: int = 2000
+    n_components: int = 1000
     random_state: int = 0
     tol: float = 1e-4
     max_iter: int = 1000
@@ -96,6 +101,7 @@ class CompareSettings:
     svc_max_samples: int = 20000
     linear_svc_max_iter: int = 1000
     threads: int | None = 1
+    impute: str | None = None
 
 
 def split_list(text: str) -> list[str]:

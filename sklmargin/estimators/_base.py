@@ -18,6 +18,7 @@ from .._utils.array_api import fitted_on_device, host_inputs, input_namespace
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.validation import (
+    check_feature_scales,
     check_sample_and_class_weight,
     check_two_classes,
     logits_in_dtype,
@@ -55,6 +56,39 @@ def _dask_integration(X):
 # Prototypes whose norm falls this far below the largest have collapsed onto
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).
 _COLLAPSE_RATIO = 1e-8
+
+# A class whose (weighted) mean row is closer to the origin than this fraction
+# of the median distance of the other classes' means sits at the centre.
+_CENTRE_RATIO = 0.25
+
+
+def _class_mean_closeness(objective, n_classes):
+    """Each class's mean-row norm over the median of the others'; None if unknown.
+
+    Read from the objective's rows (unit rows times their norms for the
+    angular losses); None for objectives without in-memory rows (Dask).
+    """
+    rows, y = getattr(objective, "X", None), getattr(objective, "y", None)
+    if rows is None or y is None or n_classes < 3:
+        return None
+    norms = getattr(objective, "norms", None)
+    weights = np.asarray(objective.sw, dtype=np.float64)
+    if norms is not None:
+        weights = weights * np.asarray(norms, dtype=np.float64).ravel()
+    means = []
+    for j in range(n_classes):
+        mask = y == j
+        total = objective.sw[mask].sum()
+        if total <= 0:
+            return None
+        means.append(np.asarray(weights[mask] @ rows[mask]).ravel() / total)
+    sizes = np.linalg.norm(np.vstack(means), axis=1)
+    return np.array(
+        [
+            sizes[j] / max(np.median(np.delete(sizes, j)), 1e-300)
+            for j in range(n_classes)
+        ]
+    )
 
 
 class BaseMarginSoftmax(
@@ -136,14 +170,20 @@ class BaseMarginSoftmax(
         return None, None, X_test
 
     def _fit_on_features(self, X, y, feature_map, features, sample_weight=None):
-        """``fit`` with the feature map and mapped rows of ``_fold_features``."""
-        if feature_map is None:
-            return self.fit(X, y, sample_weight=sample_weight)
-        self._premapped = (feature_map, features)
+        """``fit`` with the feature map and mapped rows of ``_fold_features``.
+
+        The CV path's fold fits: the FeatureScaleWarning is left to the final
+        refit on all the rows, once, not once per fold and grid point
+        (scikit-learn's parallel helper resets the warning registry per task).
+        """
+        self._no_scale_check = True
+        if feature_map is not None:
+            self._premapped = (feature_map, features)
         try:
             return self.fit(X, y, sample_weight=sample_weight)
         finally:
             self.__dict__.pop("_premapped", None)
+            self.__dict__.pop("_no_scale_check", None)
 
     # -- fit ------------------------------------------------------------------
     def _validate_hyperparameters(self):
@@ -185,6 +225,13 @@ class BaseMarginSoftmax(
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
+        if not self.__dict__.get("_no_scale_check"):
+            check_feature_scales(
+                X,
+                sample_weight,
+                type(self).__name__,
+                getattr(self, "feature_names_in_", None),
+            )
         return X, classes, y_encoded, sample_weight
 
     @fit_context(prefer_skip_nested_validation=True)
@@ -311,7 +358,7 @@ class BaseMarginSoftmax(
             self.max_iter,
             self.tol,
             type(self).__name__,
-            hint=self._collapse_hint(margin),
+            hint=self._collapse_hint(margin, objective),
         )
         self.n_iter_ = n_iter + result.n_iter
         return self
@@ -337,13 +384,36 @@ class BaseMarginSoftmax(
         )
         self.margin_, self.m_, self.s_ = margin, objective.m, objective.s
 
-    def _collapse_hint(self, margin):
-        """Name the cone point when a prototype collapsed (L-Softmax, small lambda)."""
+    def _collapse_hint(self, margin, objective=None):
+        """Name the cone point when a prototype collapsed, and why it did.
+
+        Two causes, told apart by where the class's rows sit. A class whose
+        mean row is near the origin (the middle class of three along a line,
+        once StandardScaler centred them) is best decided by its bias alone:
+        ``w_j = 0`` is its optimum, where L-Softmax's target logit
+        ``|w_j| |x| psi(theta)`` has a kink that L-BFGS cannot resolve -- the
+        fit stalls there although the model is fine. Any other class collapsed
+        because the margin was too hard for it (a small ``lambda_min``).
+        """
         if margin.normalizes_W:
             return ""
         norms = np.linalg.norm(self.coef_, axis=1)
-        if not np.any(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300)):
+        collapsed = np.flatnonzero(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300))
+        if collapsed.size == 0:
             return ""
+        closeness = _class_mean_closeness(objective, len(norms))
+        if closeness is not None and np.all(closeness[collapsed] < _CENTRE_RATIO):
+            # tolist: numpy scalars as plain Python values (1, 'b'), not np.int64(1)
+            names = ", ".join(map(repr, np.asarray(self.classes_)[collapsed].tolist()))
+            return (
+                f"The prototype of class {names} is w_j = 0: its rows sit at the "
+                "centre of the data (class mean within "
+                f"{_CENTRE_RATIO:g} of the other classes' distance from the "
+                "origin), where its bias alone decides it and the L-Softmax "
+                "target logit |w_j| |x| psi(theta) has a kink L-BFGS stops at. "
+                "The model is usually fine there (check its score); a loss "
+                "without the kink ('softmax', 'am-softmax') converges. "
+            )
         return (
             "A prototype collapsed to w_j = 0, the cone point where the loss "
             "is not differentiable (L-Softmax with a small lambda_min): raise "

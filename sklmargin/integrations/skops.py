@@ -34,7 +34,8 @@ def skops_trusted_types() -> list[str]:
     >>> "sklmargin.features._fourier.RandomFourierFeatures" in skops_trusted_types()
     True
 
-    With skops installed (``pip install sklmargin[skops]``):
+    With skops installed (``pip install skops``, or ``pip install ".[skops]"``
+    in a checkout):
 
     .. code-block:: python
 

@@ -2,7 +2,8 @@ r"""ONNX export of the sklmargin estimators through skl2onnx (optional).
 
 Nothing here imports ``skl2onnx`` or ``onnx`` at module level: they are
 imported when :func:`register_onnx_converters` or :func:`to_onnx` is called,
-so the core package never depends on them (``pip install sklmargin[onnx]``).
+so the core package never depends on them (``pip install ".[onnx]"`` from
+a checkout).
 
 The exported graph computes the same margin-free logits as
 ``decision_function`` (the margin is a training device only), then their
@@ -285,13 +286,14 @@ def register_onnx_converters():
     Raises
     ------
     ImportError
-        If skl2onnx is not installed (``pip install sklmargin[onnx]``).
+        If skl2onnx is not installed (``pip install ".[onnx]"`` from a checkout).
     """
     try:
         from skl2onnx import update_registered_converter
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "ONNX export needs skl2onnx and onnxruntime: pip install 'sklmargin[onnx]'."
+            "ONNX export needs skl2onnx and onnxruntime: pip install skl2onnx "
+            "onnxruntime (or, in a sklmargin checkout, pip install '.[onnx]')."
         ) from error
 
     from ...estimators._kernel import KernelMarginSoftmaxClassifier
