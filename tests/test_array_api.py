@@ -340,7 +340,15 @@ def test_cv_search_equals_the_numpy_search(data, namespace, weighted, search):
     assert fitted.best_index_ == reference.best_index_
     # gamma="scale" is computed on the device: equal to round-off.
     assert _chosen_point(fitted) == pytest.approx(_chosen_point(reference), rel=1e-12)
-    assert fitted.temperature_ == pytest.approx(reference.temperature_, rel=1e-8)
+    # T is exact given the held-out logits (a Newton solve), so it moves as they
+    # do: 2-ulp perturbations of X move the NumPy kernel searches' T by up to
+    # 3.5e-9 relative (the linear ones' by 2e-12), and the device's other
+    # summation order by 1.2e-8 (ORF, weighted, array-api-strict, OpenBLAS
+    # Haswell kernels): the kernel bound is their probabilities' 1e-7.
+    kernel = isinstance(search, KernelMarginSoftmaxClassifierCV)
+    assert fitted.temperature_ == pytest.approx(
+        reference.temperature_, rel=1e-7 if kernel else 1e-8
+    )
     for method, output in outputs.items():
         assert type(output) is type(X_xp), method
         assert output.device == X_xp.device, method
@@ -350,14 +358,15 @@ def test_cv_search_equals_the_numpy_search(data, namespace, weighted, search):
     proba = to_numpy(outputs["predict_proba"])
     # The kernel searches' NumPy probabilities move by up to 1e-8 when X is
     # perturbed by 2 ulp (ORF, weighted, refit=False); the linear ones by 1e-13.
-    bound = 1e-7 if isinstance(search, KernelMarginSoftmaxClassifierCV) else 1e-10
+    bound = 1e-7 if kernel else 1e-10
     assert np.max(np.abs(proba - reference.predict_proba(X))) <= bound
     np.testing.assert_array_equal(to_numpy(outputs["predict"]), reference.predict(X))
+    decision = reference.decision_function(X)
+    # The logits are s times cosines (s up to 100 here): the kernel fits'
+    # relative 1e-8 to 1e-7 becomes 1.5e-6 on logits of 33 (same run as T).
+    scale = 1e-7 * np.max(np.abs(decision)) if kernel else 1e-6
     np.testing.assert_allclose(
-        to_numpy(outputs["decision_function"]),
-        reference.decision_function(X),
-        rtol=0,
-        atol=1e-6,
+        to_numpy(outputs["decision_function"]), decision, rtol=0, atol=scale
     )
     np.testing.assert_allclose(
         to_numpy(outputs["predict_log_proba"]), np.log(proba), rtol=1e-6

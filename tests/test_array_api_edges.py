@@ -9,9 +9,16 @@ import os
 import numpy as np
 import pytest
 import sklearn
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 
-from sklmargin import MarginSoftmaxClassifier, OpenSetClassifier, RandomFourierFeatures
+from sklmargin import (
+    KernelMarginSoftmaxClassifier,
+    MarginSoftmaxClassifier,
+    MarginSoftmaxClassifierCV,
+    OpenSetClassifier,
+    RandomFourierFeatures,
+)
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("SCIPY_ARRAY_API") != "1",
@@ -92,3 +99,63 @@ def test_gamma_scale_of_constant_weighted_data_is_one(value):
     rff = RandomFourierFeatures(n_components=4, random_state=0)
     assert rff.fit(X, sample_weight=weights).gamma_ == 1.0
     assert rff.fit(X).gamma_ == 1.0
+
+
+def _vendored_compat(monkeypatch):
+    """Make sklmargin see scikit-learn's vendored array-api-compat (1.15 in 1.9).
+
+    That copy is what users without the ``array-api`` extra get; its torch
+    ``maximum``/``minimum`` pass Python scalars on to torch, which refuses
+    them (TypeError on torch 2.13 and 2.14).
+    """
+    import sys
+
+    vendored = pytest.importorskip("sklearn.externals.array_api_compat")
+    for name, module in list(sys.modules.items()):
+        if name.startswith("sklmargin") and hasattr(module, "array_api_compat"):
+            monkeypatch.setattr(module, "array_api_compat", vendored)
+
+
+_EVERY_MARGIN = [
+    MarginSoftmaxClassifier(loss=loss, random_state=0)
+    for loss in ("softmax", "am-softmax", "arcface", "l-softmax", "a-softmax")
+] + [
+    MarginSoftmaxClassifier(t=1.2, random_state=0),
+    KernelMarginSoftmaxClassifier(n_components=20, random_state=0),
+    KernelMarginSoftmaxClassifier(
+        kernel_approximation="orf", n_components=20, random_state=0
+    ),
+    MarginSoftmaxClassifierCV(loss="normface", ss=[5.0, 20.0], cv=3),
+]
+
+
+@pytest.mark.parametrize(
+    "estimator", _EVERY_MARGIN, ids=lambda value: repr(value)[:50].replace(" ", "")
+)
+def test_torch_with_scikit_learns_vendored_array_api_compat(
+    data, estimator, monkeypatch
+):
+    """Issue 27: every fit failed with ``maximum(): argument 'other' ... float``.
+
+    The namespace code passes Python scalars only where the 2023.12 standard
+    allows them (``clip`` bounds, operators), so the vendored copy fits and
+    predicts exactly as the installed array-api-compat does.
+    """
+    torch = pytest.importorskip("torch", reason="needs torch")
+    X, y = data
+    methods = ("predict", "predict_proba", "decision_function", "score_samples")
+
+    def run():
+        with sklearn.config_context(array_api_dispatch=True):
+            fitted = clone(estimator).fit(torch.asarray(X), torch.asarray(y))
+            return {m: getattr(fitted, m)(torch.asarray(X)).numpy() for m in methods}
+
+    reference = run()
+    _vendored_compat(monkeypatch)
+    vendored = run()
+    for method in methods:
+        # the same torch operations: equal to the last bits up to library
+        # wrappers' order of operations
+        np.testing.assert_allclose(
+            vendored[method], reference[method], rtol=1e-12, atol=1e-14
+        )

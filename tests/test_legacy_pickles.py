@@ -1,4 +1,4 @@
-"""Models saved by the flat layout (before the subpackages) still load and predict.
+"""Models saved by older layouts still load and predict as they did.
 
 ``tests/data/legacy_models.npz`` holds pickles of eight fitted models and their
 predictions on 20 rows, made by ``tests/data/make_legacy_models.py`` at commit
@@ -7,7 +7,11 @@ predictions on 20 rows, made by ``tests/data/make_legacy_models.py`` at commit
 commit. Loading needs :mod:`sklmargin._legacy`'s finder; predicted labels must
 be identical and probabilities equal to round-off (predict now computes the
 cosines through ``lifted_cosines``, normalising the prototypes before the
-product: measured at most 1.2e-15), and a refit today the same model.
+product: measured at most 1.2e-15), and a refit today the same model within
+what the solver's stopping rule allows (see ``_REFIT_ATOL``).
+
+``tests/data/pre_issue17_models.npz`` and its ``.skops`` file are older still
+(commit ae33e4e, before ``compute_dtype``): see the second half of this file.
 """
 
 import pickle
@@ -59,16 +63,39 @@ def test_old_pickle_loads_and_predicts_identically(name):
     )
 
 
+# How far a refit may be from the saved model. The fit is L-BFGS stopped at
+# ``tol``: where it stops depends on the round-off of its path, so another
+# BLAS kernel (or CPU) gives another model within what the stopping rule
+# allows, not the same bits. Measured, refit vs the saved file, under OpenBLAS
+# Haswell, Zen, SkylakeX (the machine that saved it) and Sandybridge: at most
+# 2.1e-11 on the kernel models, 1.5e-8 on linear_cv, 3e-13 on the rest; 7.4e-4
+# for L-Softmax (its lambda continuation runs 272-308 iterations) and 9.1e-2
+# for SV-Softmax (the support-vector rounds re-decide their masks: the default
+# fit is round-off sensitive on iris, issue 27). A change of the objective,
+# the start or the solver moves these models by far more.
+_REFIT_ATOL = {"linear_lsoftmax": 5e-3, "linear_svsoftmax": 0.2}
+# Labels are compared on rows the saved model does not call a near tie (one
+# SV-Softmax row at 0.446 / 0.551 changes class under Sandybridge).
+_REFIT_MIN_GAP = {"linear_svsoftmax": 0.25}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_refit_today_gives_the_model_saved_then(name):
-    """The move changed no number: a refit equals the flat layout's model."""
+    """The move changed no algorithm: a refit is the flat layout's model."""
     X, y = load_iris(return_X_y=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = clone(_load(name)).fit(X, y)
-    np.testing.assert_allclose(
-        _scores(model, SAVED["X"]), SAVED["proba_" + name], rtol=1e-12, atol=1e-14
-    )
+    saved = SAVED["proba_" + name]
+    scores = _scores(model, SAVED["X"])
+    np.testing.assert_allclose(scores, saved, rtol=0, atol=_REFIT_ATOL.get(name, 1e-6))
+    if saved.ndim == 2:
+        top_two = np.sort(saved, axis=1)[:, -2:]
+        clear = top_two[:, 1] - top_two[:, 0] >= _REFIT_MIN_GAP.get(name, 0.0)
+        assert clear.sum() >= len(clear) - 1
+        np.testing.assert_array_equal(
+            model.predict(SAVED["X"])[clear], SAVED["pred_" + name][clear]
+        )
 
 
 def test_old_module_path_is_the_new_module():
@@ -100,3 +127,118 @@ def test_old_skops_file_loads_with_the_trusted_types(path):
     np.testing.assert_allclose(
         model.predict_proba(SAVED["X"]), SAVED["proba_" + key], rtol=1e-12, atol=1e-14
     )
+
+
+# -- models saved before issue 17 (compute_dtype) --------------------------------
+# tests/data/pre_issue17_models.npz: pickles of seven models made by
+# tests/data/make_pre_issue17_models.py at commit ae33e4e (the parent of
+# d6c350a), before the kernel estimator had ``compute_dtype``/``compute_dtype_``
+# and the kernel CV ``compute_dtype``/``centres``, with what they predicted then
+# on 20 rows, as float64 and as float32. They load through the flat layout's
+# module paths and get those attributes in __setstate__
+# (sklmargin._utils.legacy_state). Labels must be identical and probabilities
+# within 1e-5 (issue 27's target; measured at most 1.2e-7, float32 rows).
+PRE17 = np.load(DATA / "pre_issue17_models.npz")
+PRE17_NAMES = sorted(
+    k for k in PRE17.files if k != "X" and not k.startswith(("proba", "pred"))
+)
+
+
+def _load_pre17(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return pickle.loads(PRE17[name].tobytes())
+
+
+def test_the_pre_issue17_fixture_lacks_compute_dtype():
+    """The pickles really are of the old layout (the test below can fail)."""
+    assert len(PRE17_NAMES) == 7
+    for name in PRE17_NAMES:
+        raw = PRE17[name].tobytes()
+        assert b"compute_dtype" not in raw
+        assert b"sklmargin._kernel" in raw or b"sklmargin._estimators" in raw
+
+
+@pytest.mark.parametrize("rows", ["float64", "float32"])
+@pytest.mark.parametrize("name", PRE17_NAMES)
+def test_pre_issue17_pickle_predicts_as_it_did(name, rows):
+    model = _load_pre17(name)
+    suffix = "" if rows == "float64" else "_f32"
+    X = PRE17["X"].astype(rows)
+    np.testing.assert_array_equal(model.predict(X), PRE17["pred" + suffix + "_" + name])
+    proba = model.predict_proba(X)
+    assert proba.dtype == PRE17["proba" + suffix + "_" + name].dtype
+    np.testing.assert_allclose(
+        proba, PRE17["proba" + suffix + "_" + name], rtol=0, atol=1e-5
+    )
+    # the parameters added since are there too: repr, clone and refit work
+    clone(model).fit(PRE17["X"], model.predict(PRE17["X"]))
+
+
+def test_pre_issue17_defaults_are_the_dtype_the_old_fit_ran_in():
+    float32 = _load_pre17("kernel_rff_float32")
+    assert float32.compute_dtype_ == float32.compute_dtype == "float32"
+    float64 = _load_pre17("kernel_fourier")
+    assert float64.compute_dtype_ == float64.compute_dtype == "float64"
+    assert float64.centres == "uniform"
+    search = _load_pre17("kernel_cv")
+    assert search.compute_dtype == "float64" and search.centres == "uniform"
+    assert search.estimator_.compute_dtype_ == "float64"
+
+
+def test_pre_issue17_skops_file_predicts_as_it_did():
+    sio = pytest.importorskip("skops.io")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model = sio.load(
+            DATA / "pre_issue17_kernel_rff_float32.skops",
+            trusted=sklmargin.skops_trusted_types(),
+        )
+    np.testing.assert_allclose(
+        model.predict_proba(PRE17["X"]),
+        PRE17["proba_kernel_rff_float32"],
+        rtol=0,
+        atol=1e-5,
+    )
+
+
+# Every estimator's __setstate__ restores a state that lacks the attributes
+# added since its first layout, and leaves a complete state as it is.
+_ESTIMATORS = {
+    "linear": lambda: sklmargin.MarginSoftmaxClassifier(),
+    "kernel": lambda: sklmargin.KernelMarginSoftmaxClassifier(
+        n_components=20, random_state=0
+    ),
+    "linear_cv": lambda: sklmargin.MarginSoftmaxClassifierCV(cv=3),
+    "kernel_cv": lambda: sklmargin.KernelMarginSoftmaxClassifierCV(
+        n_components=20, ss=[50.0], gammas=[1.0], cv=3, random_state=0
+    ),
+    "openset": lambda: sklmargin.OpenSetClassifier(
+        sklmargin.MarginSoftmaxClassifier(), cv=3
+    ),
+}
+_ADDED = {
+    "kernel": ("compute_dtype", "compute_dtype_", "centres"),
+    "kernel_cv": ("compute_dtype", "centres"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ESTIMATORS))
+def test_setstate_fills_what_an_old_state_lacks(kind):
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _ESTIMATORS[kind]().fit(X, y)
+    state = model.__getstate__()
+    again = pickle.loads(pickle.dumps(model))
+    assert set(vars(again)) == set(state)  # a complete state is left as it is
+    old = {k: v for k, v in state.items() if k not in _ADDED.get(kind, ())}
+    restored = type(model).__new__(type(model))
+    restored.__setstate__(old)
+    assert restored.get_params().keys() == model.get_params().keys()
+    for name in _ADDED.get(kind, ()):
+        # compute_dtype: the dtype the old fit ran in (iris: float64), so that a
+        # refit does what the old class did; the rest as the fitted model's
+        expected = "float64" if name == "compute_dtype" else getattr(model, name)
+        assert getattr(restored, name) == expected
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))

@@ -69,9 +69,11 @@ def namespace_name(array):
     """Short name of an array's library, for error messages."""
     if _is_host(array):
         return "numpy" if array is not None else "None"
-    return array_api_compat.array_namespace(array).__name__.replace(
-        "array_api_compat.", ""
-    )
+    # "array_api_compat.torch", or "sklearn.externals.array_api_compat.torch"
+    # for scikit-learn's vendored copy: the library's name is what follows.
+    return array_api_compat.array_namespace(array).__name__.rpartition(
+        "array_api_compat."
+    )[2]
 
 
 def to_numpy(array):

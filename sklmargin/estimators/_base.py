@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils.array_api import fitted_on_device, host_inputs, input_namespace
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
+from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
     check_feature_scales,
     check_sample_and_class_weight,
@@ -92,7 +93,7 @@ def _class_mean_closeness(objective, n_classes):
 
 
 class BaseMarginSoftmax(
-    DocLinkMixin, OpenSetScoreMixin, ClassifierMixin, BaseEstimator
+    LegacyStateMixin, DocLinkMixin, OpenSetScoreMixin, ClassifierMixin, BaseEstimator
 ):
     """Shared fit/predict of the linear and the kernel estimator.
 

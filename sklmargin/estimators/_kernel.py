@@ -14,6 +14,7 @@ import numpy as np
 from scipy import sparse
 
 from .._utils.compat import Interval, StrOptions
+from .._utils.legacy_state import fitted_dtype_name
 from ..features._centres import CENTRE_SELECTORS
 from ..features._fourier import RandomFourierFeatures
 from ..features._nystroem import NystroemFeatures
@@ -157,6 +158,14 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         "centres": [StrOptions(set(CENTRE_SELECTORS))],
         "compute_dtype": [StrOptions({"auto", "float32", "float64"})],
     }
+
+    # Models saved before these existed (sklmargin._utils.legacy_state):
+    # ``compute_dtype``/``compute_dtype_`` came with issue 17 (d6c350a), before
+    # which the map and the fit ran in the training rows' dtype (coef_'s), and
+    # a refit of such a model does so again; ``centres`` (its __init__
+    # default, "uniform") with the Nyström map.
+    _legacy_params = {"compute_dtype": lambda state: fitted_dtype_name(state) or "auto"}
+    _legacy_fitted = {"compute_dtype_": fitted_dtype_name}
 
     def __init__(
         self,

@@ -76,10 +76,15 @@ def namespace_row_norms(X, xp):
         squared = xp.sum(block * block, axis=1)
         if bool(xp.any(~(squared < _LARGE_SQUARED))):
             peak = xp.max(xp.abs(block), axis=1)
-            safe = xp.where(peak > 0, peak, 1.0)
+            # Array branches (zeros_like/ones_like), not Python scalars:
+            # ``where`` takes scalars only from the 2024.12 standard on
+            # (array-api-strict at 2023.12 refuses them).
+            safe = xp.where(peak > 0, peak, xp.ones_like(peak))
             scaled = block / safe[:, None]
             squared = xp.where(
-                peak > 0, safe * xp.sqrt(xp.sum(scaled * scaled, axis=1)), 0.0
+                peak > 0,
+                safe * xp.sqrt(xp.sum(scaled * scaled, axis=1)),
+                xp.zeros_like(peak),
             )
             out.write(rows, squared)  # already the norms
         else:
@@ -144,7 +149,7 @@ def namespace_prepare_rows(
     norms = _lifted(
         namespace_row_norms(X, xp) if norms is None else norms, constant, xp
     )
-    inverse = 1.0 / xp.maximum(norms, TINY_NORM)
+    inverse = 1.0 / xp.clip(norms, min=TINY_NORM)
     shape = (X.shape[0], X.shape[1] + (1 if constant else 0))
     device = array_api_compat.device(X)
     writer = RowBlockWriter(
@@ -303,12 +308,12 @@ def namespace_logits(estimator, X, xp, device):
     if constant:
         lift = xp.astype(to_device(estimator.constant_coef_, xp, device), wide)
         squared = squared + lift * lift
-    w_norm = xp.maximum(xp.sqrt(squared), TINY_NORM)
+    w_norm = xp.clip(xp.sqrt(squared), min=TINY_NORM)
     cos = X @ xp.astype(coef / w_norm[:, None], dtype).T
     if lift is not None:
         cos = cos + xp.astype(constant * (lift / w_norm), dtype)
     norms = _lifted(namespace_row_norms(X, xp), constant, xp)
-    cos = cos * xp.astype(1.0 / xp.maximum(norms, TINY_NORM), dtype)[:, None]
+    cos = cos * xp.astype(1.0 / xp.clip(norms, min=TINY_NORM), dtype)[:, None]
     norms = xp.astype(norms, dtype)
     checked_logit_scale(
         margin, estimator.s_, np.array([float(xp.max(xp.astype(norms, wide)))]),
@@ -326,7 +331,7 @@ def namespace_probabilities(logits, xp):
     exp = xp.exp(shifted)
     proba = exp / xp.sum(exp, axis=1, keepdims=True)
     floor = float(np.finfo(numpy_dtype(logits.dtype)).smallest_subnormal)
-    return xp.maximum(proba, floor)
+    return xp.clip(proba, min=floor)
 
 
 def _namespace_open_set_score(estimator, X, logits, xp, device):
@@ -359,7 +364,7 @@ def _namespace_open_set_score(estimator, X, logits, xp, device):
             + xp.sum(part * part, axis=1)[:, None]
             + xp.sum(centres * centres, axis=1)[None, :]
         )
-        nearest.append(xp.min(xp.maximum(distances, 0.0), axis=1))
+        nearest.append(xp.min(xp.clip(distances, min=0.0), axis=1))
     return score - (xp.concat(nearest) if len(nearest) != 1 else nearest[0])
 
 

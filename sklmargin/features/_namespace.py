@@ -170,7 +170,7 @@ def _rbf_block(A, B, gamma, xp):
     D *= -2.0
     D += xp.sum(A * A, axis=1)[:, None]
     D += xp.sum(B * B, axis=1)[None, :]
-    D = xp.maximum(D, 0.0)
+    D = xp.clip(D, min=0.0)
     D *= -1.0
     return xp.exp(D)
 

@@ -50,10 +50,11 @@ def multiplicative_angular_margin(theta, m):
     """
     xp = _namespace(theta)
     m_theta = m * theta
-    # float(): the same value as the int for NumPy, and a scalar every
-    # namespace accepts; np.remainder is np.mod.
-    k = xp.minimum(xp.floor(m_theta / math.pi), float(math.ceil(m) - 1))
-    sign = 1.0 - 2.0 * xp.remainder(k, 2.0)
+    # clip and ``%`` take a Python float in every array API standard version
+    # and namespace (``minimum``/``remainder`` need arrays before 2024.12, and
+    # torch.minimum refuses a float); the same values as np.minimum/np.mod.
+    k = xp.clip(xp.floor(m_theta / math.pi), None, float(math.ceil(m) - 1))
+    sign = 1.0 - 2.0 * (k % 2.0)
     psi = sign * xp.cos(m_theta) - 2.0 * k
     dpsi = -sign * m * xp.sin(m_theta)
     return psi, dpsi

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils.array_api import input_namespace
+from .._utils.legacy_state import fitted_dtype_name
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
@@ -308,6 +309,10 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "gammas": ["array-like", None],
     }
+    # Searches saved before issue 17 (d6c350a) have no ``compute_dtype`` and
+    # ``centres`` (sklmargin._utils.legacy_state): centres its default, and the
+    # dtype the refitted model ran in, as KernelMarginSoftmaxClassifier's.
+    _legacy_params = {"compute_dtype": lambda state: fitted_dtype_name(state) or "auto"}
 
     def __init__(
         self,

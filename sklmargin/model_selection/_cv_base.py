@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils.array_api import input_namespace
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
+from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import check_two_classes, check_weights
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..losses._registry import get_margin
@@ -138,7 +139,11 @@ def _check_C(C):
 
 
 class _BaseMarginSoftmaxCV(
-    DocLinkMixin, CVOpenSetScoreMixin, ClassifierMixin, BaseEstimator
+    LegacyStateMixin,
+    DocLinkMixin,
+    CVOpenSetScoreMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     """Path, folds, selection and temperature shared by the two CV estimators.
 

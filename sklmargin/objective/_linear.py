@@ -177,7 +177,9 @@ class LinearMarginObjective:
             w_hat = coef / w_norm[:, None]
         else:
             w_hat, w_norm = coef, None
-            with np.errstate(over="ignore"):
+            # invalid too: where partial sums of both signs overflow, inf - inf
+            # is NaN (OpenBLAS's Sandybridge kernels sum in such an order).
+            with np.errstate(over="ignore", invalid="ignore"):
                 cos = np.asarray(self.X @ coef.T.astype(self.dtype))
             if cos.dtype != np.float64 and not np.all(np.isfinite(cos)):
                 # Raw logits of float32 rows of 1e20 and a line-search trial's

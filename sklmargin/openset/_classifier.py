@@ -26,6 +26,7 @@ from sklearn.utils.validation import (
 from .._utils.array_api import input_namespace
 from .._utils.compat import Interval, fit_context
 from .._utils.doc_link import DocLinkMixin
+from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import check_two_classes, check_weights
 
 __all__ = ["OpenSetClassifier", "weighted_lower_quantile"]
@@ -59,7 +60,7 @@ def weighted_lower_quantile(values, weights, q):
 
 
 class OpenSetClassifier(
-    DocLinkMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
+    LegacyStateMixin, DocLinkMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
 ):
     r"""Classifier that rejects rows unlike every known class.
 
