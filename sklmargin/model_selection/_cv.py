@@ -361,6 +361,12 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         self.random_state = random_state
         self.verbose = verbose
 
+    def _base_estimator(self):
+        # Each fold is mapped once and its whole grid fitted on those rows
+        # (_cv_path.fold_rows), with no learned input metric: the refit
+        # learns none either, so that it is the model the search scored.
+        return super()._base_estimator().set_params(metric=None)
+
     def _default_path(self, margin):
         if margin.penalized or not margin.uses_s:
             return super()._default_path(margin)
