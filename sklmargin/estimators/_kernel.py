@@ -167,12 +167,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     intercept_ : ndarray of shape (n_classes,)
     feature_map_ : NystroemFeatures or RandomFourierFeatures
         The fitted feature map (of the transformed rows).
-    input_transform_ : ndarray of shape (n_features_in_,) or \
-            (n_features_in_, n_features_in_), or None
+    input_transform_ : ndarray of shape (d,) or (d, d), or None
         The learned transform the model applies to its input rows before the
-        map: per-column scales (``X * input_transform_``, ``metric="diagonal"``)
-        or a matrix (``X @ input_transform_``, ``metric="full"``); None
-        without a metric.
+        map (``d = n_features_in_``): per-column scales
+        (``X * input_transform_``, ``metric="diagonal"``) or a matrix
+        (``X @ input_transform_``, ``metric="full"``); None without a metric.
     feature_relevance_ : ndarray of shape (n_features_in_,)
         Relevance of each input column: the diagonal of the learned metric
         ``T T^T`` (``T = input_transform_``), divided by its largest entry
