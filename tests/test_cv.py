@@ -1,5 +1,7 @@
 """The cross-validated estimators: conformance, grids, paths, calibration."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
@@ -409,3 +411,36 @@ def test_training_fold_with_one_class_names_the_fold(iris, refit):
         r"fewer folds.*stratif",
     ):
         clf.fit(X, y)
+
+
+# -- a chosen value on the edge of its grid is named --------------------------
+def test_edge_warning_names_the_parameter_the_value_and_a_wider_grid():
+    from sklmargin.model_selection._cv_path import warn_on_edges
+
+    with pytest.warns(
+        UserWarning, match=r"s=400 is the largest .* ss=\[50, 100, 200, 400, 800\]"
+    ):
+        warn_on_edges("Search", {"s": 400.0}, {"s": (50.0, 100.0, 200.0, 400.0)})
+    with pytest.warns(
+        UserWarning, match=r"gamma=0.5 is the smallest .* gammas=\[0.25, 0.5, 1, 2\]"
+    ):
+        warn_on_edges("Search", {"gamma": 0.5}, {"gamma": (2.0, 1.0, 0.5)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_on_edges("Search", {"s": 100.0}, {"s": (50.0, 100.0, 200.0)})
+        warn_on_edges("Search", {"C": 1.0}, {"C": (1.0,)})  # nothing to widen
+
+
+def test_kernel_search_warns_when_s_ends_on_its_grid():
+    X, y = make_classification(
+        n_samples=150, n_features=5, n_informative=3, n_classes=3, random_state=0
+    )
+    search = KernelMarginSoftmaxClassifierCV(
+        n_components=40, gammas=["scale"], ss=[0.5, 1.0], random_state=0
+    )
+    # s = 0.5 or 1 underfits kernel features badly: the largest s wins.
+    with pytest.warns(
+        UserWarning, match=r"s=1 is the largest value .* ss=\[0.5, 1, 2\]"
+    ):
+        search.fit(X, y)
+    assert search.s_ == 1.0

@@ -39,7 +39,7 @@ from ..losses._registry import get_margin
 from ..objective._cross_entropy import predicted_probabilities
 from ..openset._scores import CVOpenSetScoreMixin
 from ._calibration import fit_temperature, logits_from_decision
-from ._cv_path import check_folds, fit_fold, full_class_logits
+from ._cv_path import check_folds, fit_fold, full_class_logits, warn_on_edges
 from ._namespace import (
     fit_inputs,
     named_scoring_failure,
@@ -348,6 +348,10 @@ class _BaseMarginSoftmaxCV(
             return results[fold * n_outer + o][3][k]
 
         best_mean = _first_best(scores[scored].mean(axis=0))
+        searched = {path_name: path_values}
+        if "gamma" in outer_names:
+            searched["gamma"] = outer_grids[outer_names.index("gamma")]
+        warn_on_edges(name, grid_points[best_mean], searched)
         if self.refit:
             self.best_index_ = best_mean
             best_per_fold = [self.best_index_] * n_folds
