@@ -243,8 +243,16 @@ def test_invalid_metric_parameters_are_refused(params):
 # -- the other paths: Dask, array API, ONNX ---------------------------------------
 METRIC_PARAMS = [
     dict(metric="diagonal", metric_steps=2, kernel_approximation="nystroem"),
-    dict(metric="full", kernel_approximation="orf"),
+    dict(metric="full", kernel_approximation="orf", class_weight="balanced"),
 ]
+
+
+def _sample_rows(monkeypatch):
+    """Make the pilot and the AGOP draw row samples on the tests' small data."""
+    import sklmargin.estimators._metric as metric_module
+
+    monkeypatch.setattr(metric_module, "PILOT_ROWS", 150)
+    monkeypatch.setattr(metric_module, "AGOP_ROWS", 100)
 
 
 def _metric_model(params):
@@ -254,13 +262,17 @@ def _metric_model(params):
 
 
 @pytest.mark.parametrize("params", METRIC_PARAMS)
-def test_dask_fit_and_predict_equal_numpy(params):
+def test_dask_fit_and_predict_equal_numpy(params, monkeypatch):
     da = pytest.importorskip("dask.array")
+    _sample_rows(monkeypatch)
     X, y = _data(n=300)
-    numpy_fit = _fit(_metric_model(params), X, y)
+    weights = np.arange(300) % 3 + 0.5  # the pilot's rows carry their weights
+    numpy_fit = _fit(_metric_model(params), X, y, sample_weight=weights)
     Xd, yd = da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100)
     with pytest.importorskip("dask").config.set(scheduler="synchronous"):
-        dask_fit = _fit(_metric_model(params), Xd, yd)
+        dask_fit = _fit(
+            _metric_model(params), Xd, yd, sample_weight=da.from_array(weights, 100)
+        )
         predicted = dask_fit.decision_function(Xd).compute()
         chunked = numpy_fit.predict_proba(Xd).compute()
     assert_allclose(dask_fit.input_transform_, numpy_fit.input_transform_, rtol=1e-10)
@@ -291,7 +303,8 @@ def _namespaces():
 )
 @pytest.mark.parametrize("xp", _namespaces())
 @pytest.mark.parametrize("params", METRIC_PARAMS)
-def test_array_api_fit_and_predict_equal_numpy(xp, params):
+def test_array_api_fit_and_predict_equal_numpy(xp, params, monkeypatch):
+    _sample_rows(monkeypatch)
     X, y = _data(n=200)
     numpy_fit = _fit(_metric_model(params), X, y)
     with sklearn.config_context(array_api_dispatch=True):
