@@ -436,11 +436,13 @@ def test_kernel_search_warns_when_s_ends_on_its_grid():
         n_samples=150, n_features=5, n_informative=3, n_classes=3, random_state=0
     )
     search = KernelMarginSoftmaxClassifierCV(
-        n_components=40, gammas=["scale"], ss=[0.5, 1.0], random_state=0
+        n_components=40, gammas=["scale"], ss=[2.0, 100.0], random_state=0
     )
-    # s = 0.5 or 1 underfits kernel features badly: the largest s wins.
-    with pytest.warns(
-        UserWarning, match=r"s=1 is the largest value .* ss=\[0.5, 1, 2\]"
-    ):
+    # On a grid of two values the chosen one is an edge, whichever it is.
+    with pytest.warns(UserWarning, match=r"of its grid \[2, 100\].* ss=\[") as caught:
         search.fit(X, y)
-    assert search.s_ == 1.0
+    edge = "smallest" if search.s_ == 2.0 else "largest"
+    assert any(
+        f"the chosen s={search.s_:.4g} is the {edge} value" in str(w.message)
+        for w in caught
+    )

@@ -16,7 +16,9 @@ softmax and argmax:
       \phi(x) A + b & \text{the others (softmax, L-Softmax, A-Softmax)}
     \end{cases}
 
-where :math:`\phi` is the identity or the kernel estimator's feature map,
+where :math:`\phi` is the identity or the kernel estimator's feature map
+(applied after its learned input transform, ``x * t`` or ``x @ T``: one
+``Mul`` or ``MatMul`` node),
 :math:`A` the prototypes (transposed) with the logit scale folded in, per
 class: ``s / |w_j|`` for the cosine losses, ``s`` for A-Softmax and 1 for
 L-Softmax (whose ``|x|`` and ``|w_j|`` cancel against the cosine's norms),
