@@ -232,7 +232,11 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     point scored from one pass of held-out logits. The temperature is fitted
     on the out-of-fold logits as in the linear estimator. The final model is
     fitted cold at the chosen point (a fold's coefficients live in that fold's
-    feature space).
+    feature space). The search and its final model learn no input metric:
+    they are :class:`KernelMarginSoftmaxClassifier` with ``metric=None`` (the
+    metric needs each fold's labels before its map, which this search does
+    not yet do). A chosen ``s`` or ``gamma`` at the end of its grid raises a
+    ``UserWarning`` that names a wider grid.
 
     Parameters
     ----------
