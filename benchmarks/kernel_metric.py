@@ -6,7 +6,8 @@ n_informative=30, n_classes=10, random_state=0)``, first 20,000 rows to train,
 last 10,000 to test), inside ``Pipeline(StandardScaler(), model)``, one BLAS
 thread, CPU seconds (``time.process_time``) beside wall seconds, the test split
 touched once per model: ``SVC(C=10, gamma="scale")`` and every variant of
-``KernelMarginSoftmaxClassifier(random_state=0, **params)`` named in
+``KernelMarginSoftmaxClassifier(random_state=0, **params)`` (or, for the
+``cv_*`` variants, ``KernelMarginSoftmaxClassifierCV``) named in
 ``--variants`` (see ``VARIANTS``), all measured in the same run. Each result is
 appended to ``--out`` (JSON lines); ``--summary FILE`` prints the Markdown
 tables of a JSON lines file instead (per variant: accuracy, fit and predict CPU
@@ -62,6 +63,9 @@ VARIANTS = {
     "diag2_m02": {"metric": "diagonal", "metric_steps": 2, "m": 0.2},
     "none_m0": {"metric": None, "m": 0.0},
     "none_m02": {"metric": None, "m": 0.2},
+    # KernelMarginSoftmaxClassifierCV at its defaults, without and with the metric.
+    "cv_none": {"cv": True, "metric": None},
+    "cv_diag2": {"cv": True, "metric": "diagonal", "metric_steps": 2},
 }
 #: Sets whose fit CPU ratios enter the geometric mean (issue 25's rule).
 LARGE = 5000
@@ -86,7 +90,7 @@ def synthetic_split():
 
 
 def measure(name, split, variants):
-    from sklmargin import KernelMarginSoftmaxClassifier
+    from sklmargin import KernelMarginSoftmaxClassifier, KernelMarginSoftmaxClassifierCV
 
     X_train, y_train, X_test, y_test = split
     rows = []
@@ -105,11 +109,13 @@ def measure(name, split, variants):
         }
     )
     for variant in variants:
-        params = VARIANTS[variant]
-        ours = make_pipeline(
-            StandardScaler(),
-            KernelMarginSoftmaxClassifier(random_state=0, **params),
+        params = dict(VARIANTS[variant])
+        model = (
+            KernelMarginSoftmaxClassifierCV
+            if params.pop("cv", False)
+            else KernelMarginSoftmaxClassifier
         )
+        ours = make_pipeline(StandardScaler(), model(random_state=0, **params))
         _, fit_cpu, fit_wall = timed(lambda m=ours: m.fit(X_train, y_train))
         pred, pred_cpu, _ = timed(lambda m=ours: m.predict(X_test))
         rows.append(
@@ -122,8 +128,7 @@ def measure(name, split, variants):
                 "fit_cpu": fit_cpu,
                 "fit_wall": fit_wall,
                 "predict_cpu": pred_cpu,
-                "n_iter": int(ours[-1].n_iter_),
-                "dtype": str(ours[-1].compute_dtype_),
+                "n_iter": int(np.max(ours[-1].n_iter_)),
             }
         )
     return rows

@@ -44,6 +44,18 @@ CONFORMANCE_CONFIGS = [
         tol=1e-3,
         random_state=0,
     ),
+    # The input metric learned before the search, kept by the fold models.
+    KernelMarginSoftmaxClassifierCV(
+        metric="diagonal",
+        gammas=["scale"],
+        ss=[30.0, 100.0],
+        ms=[0.05],
+        n_components=30,
+        cv=2,
+        refit=False,
+        tol=1e-3,
+        random_state=0,
+    ),
 ]
 
 

@@ -333,3 +333,63 @@ def test_onnx_graph_equals_the_estimator(params, dtype):
     assert_array_equal(labels, clf.predict(X))
     tol = 1e-5 if dtype == np.float32 else 1e-12
     assert_allclose(proba, clf.predict_proba(X), rtol=0, atol=tol)
+
+
+# -- the CV search with a metric ----------------------------------------------------
+@pytest.mark.parametrize("refit", [True, False])
+def test_cv_search_learns_the_estimators_metric_once(refit):
+    from sklmargin import KernelMarginSoftmaxClassifierCV
+
+    X, y = _data(n=240)
+    params = dict(n_components=40, metric="diagonal", random_state=0)
+    search = _fit(
+        KernelMarginSoftmaxClassifierCV(ss=[30.0, 100.0], cv=3, refit=refit, **params),
+        X,
+        y,
+    )
+    # The transform of the estimator's own fit on all rows (same pilot).
+    alone = _fit(KernelMarginSoftmaxClassifier(**params), X, y)
+    models = [search.estimator_] if refit else search.estimators_
+    for model in models:
+        assert model.get_params()["metric"] == "diagonal"
+        assert_allclose(model.input_transform_, alone.input_transform_, rtol=1e-12)
+    # gamma's grid is multiples of "scale" on the transformed rows.
+    scale = scale_gamma(X * alone.input_transform_, np.ones(len(y)))
+    assert min(abs(search.gamma_ / scale - f) for f in (0.5, 1.0, 2.0)) < 1e-9
+    # Predictions map raw rows by the transform first.
+    model = models[0]
+    assert_allclose(
+        model.decision_function(X),
+        model._logits_of_features(
+            model.feature_map_.transform(X * alone.input_transform_)
+        ),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    if refit:
+        assert_array_equal(search.predict(X), search.estimator_.predict(X))
+
+
+@pytest.mark.skipif(
+    os.environ.get("SCIPY_ARRAY_API") != "1",
+    reason="scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1",
+)
+def test_cv_search_with_a_metric_on_array_api_equals_numpy():
+    xp = pytest.importorskip("array_api_strict")
+    from sklmargin import KernelMarginSoftmaxClassifierCV
+
+    X, y = _data(n=240)
+    search = KernelMarginSoftmaxClassifierCV(
+        n_components=40, metric="diagonal", ss=[30.0, 100.0], random_state=0
+    )
+    reference = _fit(clone(search), X, y)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = _fit(clone(search), xp.asarray(X), xp.asarray(y))
+        proba = np.asarray(fitted.predict_proba(xp.asarray(X)))
+    assert fitted.best_index_ == reference.best_index_
+    assert_allclose(
+        np.asarray(fitted.estimator_.input_transform_),
+        reference.estimator_.input_transform_,
+        rtol=1e-12,
+    )
+    assert_allclose(proba, reference.predict_proba(X), atol=1e-6)

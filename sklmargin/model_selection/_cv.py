@@ -5,9 +5,13 @@ The machinery is in :mod:`sklmargin.model_selection._cv_base`.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
 from .._utils.array_api import input_namespace
+from .._utils.compat import Interval, StrOptions
+from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
@@ -232,11 +236,8 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     point scored from one pass of held-out logits. The temperature is fitted
     on the out-of-fold logits as in the linear estimator. The final model is
     fitted cold at the chosen point (a fold's coefficients live in that fold's
-    feature space). The search and its final model learn no input metric:
-    they are :class:`KernelMarginSoftmaxClassifier` with ``metric=None`` (the
-    metric needs each fold's labels before its map, which this search does
-    not yet do). A chosen ``s`` or ``gamma`` at the end of its grid raises a
-    ``UserWarning`` that names a wider grid.
+    feature space). A chosen ``s`` or ``gamma`` at the end of its grid raises
+    a ``UserWarning`` that names a wider grid.
 
     Parameters
     ----------
@@ -249,7 +250,18 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         +1.1 points on letter. Each fold is mapped once per width and every
         point of the ``s`` path is fitted on those rows, so a width costs one
         map and one path per fold. "scale" in the list is resolved the same
-        way; ``gamma_`` is always the float used."""
+        way; ``gamma_`` is always the float used.
+    metric : {"diagonal", "full"} or None, default=None
+        The input metric of :class:`KernelMarginSoftmaxClassifier`, learned
+        *once* from all the training rows (its pilot fit, default settings)
+        before the search, as a scaler fitted before a search would be: every
+        fold and grid point then sees the transformed rows (``gammas``'
+        "scale" is resolved on them) and the final model applies the same
+        transform (its ``input_transform_``). The metric has seen the held-out
+        folds' labels, so the CV scores of all grid points are equally a
+        little optimistic. None: the search and its model learn no metric.
+    metric_steps : int, default=2
+        Metric steps, as in :class:`KernelMarginSoftmaxClassifier`."""
         + _KERNEL_PARAMS_DOC
         + """    t, C, lambda_min, n_components, kernel_approximation, centres, \
 compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
@@ -311,6 +323,8 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     _parameter_constraints: dict = {
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "gammas": ["array-like", None],
+        "metric": [StrOptions({"diagonal", "full"}), None],
+        "metric_steps": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -329,6 +343,8 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         n_components=1000,
         kernel_approximation="nystroem",
         centres="uniform",
+        metric=None,
+        metric_steps=2,
         compute_dtype="auto",
         constant_feature=None,
         fit_intercept=True,
@@ -354,6 +370,8 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         self.n_components = n_components
         self.kernel_approximation = kernel_approximation
         self.centres = centres
+        self.metric = metric
+        self.metric_steps = metric_steps
         self.compute_dtype = compute_dtype
         self.constant_feature = constant_feature
         self.fit_intercept = fit_intercept
@@ -365,11 +383,53 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         self.random_state = random_state
         self.verbose = verbose
 
+    def __setstate__(self, state):
+        # A pickle from before the metric searched without one.
+        state.setdefault("metric", None)
+        state.setdefault("metric_steps", 2)
+        super().__setstate__(state)
+
     def _base_estimator(self):
-        # Each fold is mapped once and its whole grid fitted on those rows
-        # (_cv_path.fold_rows), with no learned input metric: the refit
-        # learns none either, so that it is the model the search scored.
+        # The folds and the refit see rows the metric already transformed
+        # (_metric_rows): they learn none of their own.
         return super()._base_estimator().set_params(metric=None)
+
+    def _metric_learner(self):
+        return self._estimator_class(
+            loss=self.loss,
+            metric=self.metric,
+            metric_steps=self.metric_steps,
+            **{name: getattr(self, name) for name in self._estimator_params},
+        )
+
+    def _metric_rows(self, X, y_encoded, sample_weight, namespace):
+        """Learn the input metric once on all rows; the search runs on them.
+
+        As a scaler fitted on the training rows before a search: every fold
+        and grid point sees the same transformed rows, ``gamma="scale"`` is
+        resolved on them, and the final model applies the transform.
+        """
+        if self.metric is None:
+            return X, None
+        learner = self._metric_learner()
+        weights = check_sample_and_class_weight(
+            sample_weight, self.class_weight, self.classes_, y_encoded, X.shape[0]
+        )
+        X = learner._fit_input_transform(
+            X, y_encoded, weights, *(namespace or (None, None))
+        )
+        return X, learner.input_transform_
+
+    def _attach_metric(self, model, transform, namespace):
+        """Give a fitted model (refit or fold) the transform its rows had."""
+        model.set_params(metric=self.metric, metric_steps=self.metric_steps)
+        model._set_input_transform(transform)
+        if namespace is not None:
+            from .._utils.array_api import to_device
+
+            for name in ("input_transform_", "feature_relevance_", "metric_"):
+                if getattr(model, name, None) is not None:
+                    setattr(model, name, to_device(getattr(model, name), *namespace))
 
     def _default_path(self, margin):
         if margin.penalized or not margin.uses_s:

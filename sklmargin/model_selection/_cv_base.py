@@ -42,6 +42,7 @@ from ._calibration import fit_temperature, logits_from_decision
 from ._cv_path import check_folds, fit_fold, full_class_logits, warn_on_edges
 from ._namespace import (
     fit_inputs,
+    fitted_models,
     named_scoring_failure,
     predict_cv_array_api,
     routed_namespace,
@@ -270,6 +271,8 @@ class _BaseMarginSoftmaxCV(
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])
+        # The kernel search's input metric, learned once on all rows.
+        X, transform = self._metric_rows(X, y_encoded, sample_weight, namespace)
         path_name, path_values, outer_names, outer_grids = self._resolve_grid(
             X, sample_weight
         )
@@ -403,7 +406,14 @@ class _BaseMarginSoftmaxCV(
                 results[f * n_outer + b // n_path][4][b % n_path]
                 for f, b in enumerate(best_per_fold)
             ]
+        if transform is not None:
+            for model in fitted_models(self):
+                self._attach_metric(model, transform, namespace)
         return self
+
+    def _metric_rows(self, X, y_encoded, sample_weight, namespace):
+        """``(rows the search sees, their input transform)``: none here."""
+        return X, None
 
     def _set_chosen(self, point, path_name):
         for key, value in point.items():
