@@ -298,6 +298,9 @@ CV_STABLE = [
         ss=[50.0, 100.0],
         cv=3,
         refit=False,
+        # Without the metric: with it this search's temperature moves by
+        # ~3e-7 of round-off (the Nystroem search above keeps the metric).
+        metric=None,
         random_state=0,
     ),  # fmt: skip
 ]

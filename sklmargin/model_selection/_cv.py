@@ -251,7 +251,7 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         point of the ``s`` path is fitted on those rows, so a width costs one
         map and one path per fold. "scale" in the list is resolved the same
         way; ``gamma_`` is always the float used.
-    metric : {"diagonal", "full"} or None, default=None
+    metric : {"diagonal", "full"} or None, default="diagonal"
         The input metric of :class:`KernelMarginSoftmaxClassifier`, learned
         *once* from all the training rows (its pilot fit, default settings)
         before the search, as a scaler fitted before a search would be: every
@@ -260,6 +260,11 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         transform (its ``input_transform_``). The metric has seen the held-out
         folds' labels, so the CV scores of all grid points are equally a
         little optimistic. None: the search and its model learn no metric.
+        Measured at the defaults against ``SVC(C=10, gamma="scale")`` on seven
+        data sets (vowel, segment, dna, satimage, usps, letter and a 20,000 x
+        50 synthetic set; ``benchmarks/kernel_metric.py`` in the source
+        repository): mean accuracy difference -0.36 points with the metric,
+        -2.49 without; better on six sets, 2.1 points worse on satimage.
     metric_steps : int, default=2
         Metric steps, as in :class:`KernelMarginSoftmaxClassifier`."""
         + _KERNEL_PARAMS_DOC
@@ -343,7 +348,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         n_components=1000,
         kernel_approximation="nystroem",
         centres="uniform",
-        metric=None,
+        metric="diagonal",
         metric_steps=2,
         compute_dtype="auto",
         constant_feature=None,
