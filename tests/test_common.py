@@ -32,6 +32,11 @@ KERNEL_CONFIGS = [
     KernelMarginSoftmaxClassifier(compute_dtype="float32", n_components=50),
     KernelMarginSoftmaxClassifier(kernel_approximation="orf", n_components=50),
     KernelMarginSoftmaxClassifier(kernel_approximation="rff", n_components=50),
+    # The learned input metrics (pilot, gradients, transform in every method).
+    KernelMarginSoftmaxClassifier(metric="full", n_components=50),
+    KernelMarginSoftmaxClassifier(
+        metric="diagonal", metric_steps=2, kernel_approximation="orf", n_components=50
+    ),
 ] + [
     # Every Nyström centre selector, the sample-weight equivalence included.
     KernelMarginSoftmaxClassifier(centres=centres, n_components=20)

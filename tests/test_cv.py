@@ -1,5 +1,7 @@
 """The cross-validated estimators: conformance, grids, paths, calibration."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
@@ -39,6 +41,18 @@ CONFORMANCE_CONFIGS = [
         ms=[0.05],
         n_components=30,
         cv=2,
+        tol=1e-3,
+        random_state=0,
+    ),
+    # The input metric learned before the search, kept by the fold models.
+    KernelMarginSoftmaxClassifierCV(
+        metric="diagonal",
+        gammas=["scale"],
+        ss=[30.0, 100.0],
+        ms=[0.05],
+        n_components=30,
+        cv=2,
+        refit=False,
         tol=1e-3,
         random_state=0,
     ),
@@ -409,3 +423,38 @@ def test_training_fold_with_one_class_names_the_fold(iris, refit):
         r"fewer folds.*stratif",
     ):
         clf.fit(X, y)
+
+
+# -- a chosen value on the edge of its grid is named --------------------------
+def test_edge_warning_names_the_parameter_the_value_and_a_wider_grid():
+    from sklmargin.model_selection._cv_path import warn_on_edges
+
+    with pytest.warns(
+        UserWarning, match=r"s=400 is the largest .* ss=\[50, 100, 200, 400, 800\]"
+    ):
+        warn_on_edges("Search", {"s": 400.0}, {"s": (50.0, 100.0, 200.0, 400.0)})
+    with pytest.warns(
+        UserWarning, match=r"gamma=0.5 is the smallest .* gammas=\[0.25, 0.5, 1, 2\]"
+    ):
+        warn_on_edges("Search", {"gamma": 0.5}, {"gamma": (2.0, 1.0, 0.5)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_on_edges("Search", {"s": 100.0}, {"s": (50.0, 100.0, 200.0)})
+        warn_on_edges("Search", {"C": 1.0}, {"C": (1.0,)})  # nothing to widen
+
+
+def test_kernel_search_warns_when_s_ends_on_its_grid():
+    X, y = make_classification(
+        n_samples=150, n_features=5, n_informative=3, n_classes=3, random_state=0
+    )
+    search = KernelMarginSoftmaxClassifierCV(
+        n_components=40, gammas=["scale"], ss=[2.0, 100.0], random_state=0
+    )
+    # On a grid of two values the chosen one is an edge, whichever it is.
+    with pytest.warns(UserWarning, match=r"of its grid \[2, 100\].* ss=\[") as caught:
+        search.fit(X, y)
+    edge = "smallest" if search.s_ == 2.0 else "largest"
+    assert any(
+        f"the chosen s={search.s_:.4g} is the {edge} value" in str(w.message)
+        for w in caught
+    )

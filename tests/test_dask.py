@@ -229,7 +229,8 @@ def test_nystroem_selects_the_in_memory_centres(
 
 def test_nystroem_float32_and_float64_take_the_same_centres():
     X, y = _data(n=300)
-    params = dict(n_components=40, random_state=0)
+    # No learned metric: its float32 pilot moves the rows the centres are.
+    params = dict(n_components=40, metric=None, random_state=0)
     fits = [
         KernelMarginSoftmaxClassifier(**params).fit(X.astype(dtype), y)
         for dtype in (np.float64, np.float32)

@@ -33,7 +33,9 @@ def test_auto_precision_follows_the_size_and_returns_the_input_dtype(
     # A tight tol: at the default (tol * s = 0.01) the float32 and float64
     # L-BFGS paths stop at different points (0.16 apart in probability here);
     # at the optimum they agree to float32 round-off.
-    params = dict(n_components=50, tol=1e-6, random_state=0)
+    # No learned metric: its pilot stops early (10 * tol), where the float32
+    # and float64 paths still differ.
+    params = dict(n_components=50, tol=1e-6, metric=None, random_state=0)
     small = KernelMarginSoftmaxClassifier(**params).fit(X, y)
     assert small.compute_dtype_ == np.dtype(input_dtype).name
     # Lower the threshold below this fit's n * M: the same data compute in float32.
@@ -77,7 +79,11 @@ def test_cv_maps_each_fold_once_per_gamma(data, monkeypatch):
 
     monkeypatch.setattr(NystroemFeatures, "fit", counting_fit)
     clf = KernelMarginSoftmaxClassifierCV(
-        n_components=40, ss=[30.0, 100.0, 300.0], ms=[0.0, 0.05], random_state=0
+        n_components=40,
+        ss=[30.0, 100.0, 300.0],
+        ms=[0.0, 0.05],
+        metric=None,  # the metric's pilots map rows too (before the search)
+        random_state=0,
     ).fit(X, y)
     n_folds, n_gammas = 3, 3
     # One map per (fold, gamma), whatever the path and margin grid, plus the refit.
@@ -89,9 +95,9 @@ def test_cv_maps_each_fold_once_per_gamma(data, monkeypatch):
 def test_cv_default_gamma_grid_is_around_scale(data):
     X, y = data
     clf = KernelMarginSoftmaxClassifierCV(
-        n_components=30, ss=[50.0], random_state=0
+        n_components=30, ss=[50.0], metric=None, random_state=0
     ).fit(X, y)
-    scale = 1.0 / (X.shape[1] * X.var())
+    scale = 1.0 / (X.shape[1] * X.var())  # with a metric: of the moved rows
     gammas = sorted(set(clf.cv_results_["param_gamma"]))
     np.testing.assert_allclose(gammas, [0.5 * scale, scale, 2 * scale])
     assert isinstance(clf.gamma_, float) and clf.gamma_ in gammas
@@ -110,13 +116,13 @@ def test_cv_scores_equal_a_separate_fit_on_the_fold(data):
     # The premapped fold fit is the estimator's own fit on that fold.
     X, y = data
     clf = KernelMarginSoftmaxClassifierCV(
-        n_components=40, gammas=[0.2], ss=[100.0], cv=3, random_state=0
+        n_components=40, gammas=[0.2], ss=[100.0], cv=3, metric=None, random_state=0
     ).fit(X, y)
     from sklearn.model_selection import StratifiedKFold
 
     train, test = next(StratifiedKFold(3).split(X, y))
     alone = KernelMarginSoftmaxClassifier(
-        n_components=40, gamma=0.2, s=100.0, random_state=0
+        n_components=40, gamma=0.2, s=100.0, metric=None, random_state=0
     ).fit(X[train], y[train])
     assert clf.scores_[0, 0, 0, 0] == pytest.approx(alone.score(X[test], y[test]))
 

@@ -56,7 +56,9 @@ def test_kernel_score_is_nearest_centre_plus_log_probability(digits):
     X, y, X_test, _ = digits
     clf = KernelMarginSoftmaxClassifier(n_components=100, random_state=0).fit(X, y)
     centres = clf.feature_map_.components_.astype(np.float64)
-    squared = ((X_test[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+    # The centres live where the map does: after the learned input metric.
+    moved = X_test * clf.input_transform_
+    squared = ((moved[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
     temperature = open_set_temperature(clf.s_)
     assert temperature == clf.s_ / 30.0
     logits = clf.decision_function(X_test).astype(np.float64)

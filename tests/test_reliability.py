@@ -60,7 +60,7 @@ def _overlapping_classes():
 
 def _exact_objective(clf, X, y, t):
     if hasattr(clf, "feature_map_"):
-        X = clf.feature_map_.transform(X)
+        X = clf.feature_map_.transform(clf._transform_input(X))
     margin = with_support_vectors(clf.margin_.stateless(), t)
     rows = prepare_rows(X, normalize=margin.uses_angle, constant=clf.constant_feature_)
     objective = LinearMarginObjective(
@@ -97,8 +97,10 @@ def test_sv_warm_refit_does_not_degrade_the_model(make, loss):
         values.append(_exact_objective(clf, X, y, 2.0))
         accuracies.append(clf.score(X, y))
     # A warm refit may only improve the model on its own objective (it moved
-    # the coefficients by 1.28 and cost 12 points of training accuracy before).
-    assert values[1] <= values[0] and values[2] <= values[1]
+    # the coefficients by 1.28 and cost 12 points of training accuracy before),
+    # up to the round-off of a refit that lands on the same point.
+    slack = 1e-12 * abs(values[0])
+    assert values[1] <= values[0] + slack and values[2] <= values[1] + slack
     assert min(accuracies) >= accuracies[0] - 1.5 / len(y)
 
 

@@ -39,6 +39,7 @@ from ..solver._start import (
     softmax_start,
     warm_start_params,
 )
+from ._metric import apply_input_transform
 
 
 def _dask_integration(X):
@@ -134,6 +135,27 @@ class BaseMarginSoftmax(
     def _fit_feature_map_namespace(self, X, sample_weight, xp, device):
         """:meth:`_fit_feature_map` for array API rows (:mod:`._namespace`)."""
         return X
+
+    # -- learned input transform (kernel metric; identity for the linear one) --
+    def _fit_input_transform(self, X, y_encoded, sample_weight, xp=None, device=None):
+        """Learn the input transform (if any) and return the transformed ``X``."""
+        return X
+
+    def _learn_input_transform(self, shape, input_dtype, take):
+        """Learn the input transform from rows ``take(rows)`` (None: none)."""
+        return None
+
+    def _transform_input(self, X, xp=None, device=None):
+        """Map validated rows by the fitted ``input_transform_`` (if any).
+
+        Every prediction path calls it before the feature map (NumPy, the array
+        API path with ``xp``, the Dask chunks through the NumPy methods); a model
+        without the attribute (the linear estimator, pickles from before the
+        metric) maps nothing.
+        """
+        return apply_input_transform(
+            X, getattr(self, "input_transform_", None), xp, device
+        )
 
     def _map_features_namespace(self, X, xp, device):
         """:meth:`_map_features` for array API rows."""
@@ -266,6 +288,7 @@ class BaseMarginSoftmax(
             X, y, sample_weight
         )
         self.classes_ = classes
+        X = self._fit_input_transform(X, y_encoded, sample_weight)
         features = self._fit_feature_map(X, sample_weight)
         # Row norms once: for the lift's RMS and for the unit rows.
         norms = row_norms(features) if margin.uses_angle else None
@@ -429,7 +452,7 @@ class BaseMarginSoftmax(
             self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
         )
         # In the input's dtype, whatever precision a kernel map computed in.
-        logits = self._logits_of_features(self._map_features(X))
+        logits = self._logits_of_features(self._map_features(self._transform_input(X)))
         return logits_in_dtype(logits, X.dtype)
 
     def _logits_of_features(self, features):

@@ -25,7 +25,7 @@ _FLOAT32_ENTRIES = 2**20
 
 
 class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
-    r"""Margin-softmax classifier over features of the RBF kernel.
+    r"""Margin-softmax classifier over RBF kernel features, with a learned metric.
 
     Fits a feature map approximating ``k(x, x') = exp(-gamma |x - x'|^2)``
     on the training data -- by default the Nyström map on 1000 centres drawn
@@ -35,6 +35,34 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     they already live near the unit sphere, where the cosine losses (NormFace,
     AM-Softmax, ArcFace) are at home. With ``n_components`` at least the number
     of distinct training rows every row is a centre: the exact kernel machine.
+
+    **Learned metric** (``metric``). An RBF kernel weighs every input
+    direction alike, so columns that do not matter dilute the distances. As
+    Recursive Feature Machines do [6]_ [7]_, the estimator first fits a cheap
+    *pilot* model (at most 4000 rows drawn uniformly, at most 500 centres, a
+    tolerance ten times looser), then takes the average gradient outer
+    product of its margin-free class logits :math:`f_c` with respect to the
+    input, over at most 2000 of those rows (weighted by ``sample_weight``):
+
+    .. math::
+
+        M = \frac{1}{\sum_i w_i} \sum_i w_i \sum_c
+            \nabla_x f_c(x_i)\, \nabla_x f_c(x_i)^\top .
+
+    The gradients are exact and closed form, through the map
+    (Nyström: :math:`\partial k(x, c_i) / \partial x = -2 \gamma k(x, c_i)
+    (x - c_i)`; random Fourier features: :math:`\partial \cos(\omega^\top x
+    + b) / \partial x = -\sin(\omega^\top x + b)\, \omega`), the row
+    normalisation and the lift, computed in the fit's precision by row blocks.
+    With ``metric="diagonal"`` each input column is then scaled by
+    :math:`\sqrt{M_{jj} / \max_k M_{kk}}`; with ``metric="full"`` the rows
+    are mapped by :math:`(M / \lambda_{\max}(M))^{1/2}`. ``metric_steps``
+    repeats the step on the transformed rows, composing the transforms. The
+    final model is then fitted on the transformed rows (``gamma="scale"`` is
+    resolved on them) and every prediction, ``score_samples``, the Dask and
+    array API paths and the ONNX export apply the same transform
+    (``input_transform_``) first. ``feature_relevance_`` is the diagonal of
+    the learned metric, a feature importance.
 
     Parameters
     ----------
@@ -76,11 +104,39 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     constant_feature : float or None, default=None
         As in :class:`MarginSoftmaxClassifier`, on the mapped features. Off by
         default: kernel features already have ``|z(x)| ~= 1``.
+    metric : {"diagonal", "full"} or None, default="diagonal"
+        The learned input metric (see above): per-column scales, a full
+        matrix, or None (the plain RBF kernel on the given columns, the
+        model of earlier releases). Measured against ``SVC(C=10, gamma="scale")``
+        on eight public data sets and a 20,000 x 50 synthetic one with 20
+        noise columns (one thread, ``benchmarks/kernel_metric.py`` in the
+        source repository), the mean accuracy difference is -2.15 points
+        without a metric, -0.96 with one diagonal step, -0.48 with two, and
+        -2.44 with one full step (which loses 10.7 points on the synthetic
+        set: a full matrix estimated from a pilot fit also mixes noise
+        columns into the signal). Two diagonal steps add 0.20-0.54 s of CPU
+        to fits of 0.57-2.48 s on the six sets of 4,435 to 32,561 rows.
+    metric_steps : int, default=2
+        Number of metric steps, each a pilot fit on the rows the previous
+        steps transformed (see ``metric``).
     fit_intercept : bool, default=True
+        Add a per-class bias to every logit. It carries class priors (a pure
+        cosine classifier's regions are cones through the origin) and makes
+        ``class_weight`` effective.
     class_weight : dict or "balanced", default=None
+        Weights of classes, multiplied into ``sample_weight``; "balanced" uses
+        ``sum(sample_weight) / (n_classes * class_total)`` with weighted totals.
     max_iter : int, default=1000
+        L-BFGS iteration budget of each run (each lambda stage and SV round).
     tol : float, default=1e-4
+        Stop when the largest absolute gradient entry is below ``tol * s``
+        (``tol`` for L-Softmax): the gradient is proportional to the logit
+        scale ``s``, so the tolerance keeps its meaning when ``s`` changes.
+        The metric's pilot stops at ``10 * tol``.
     warm_start : bool, default=False
+        Start from the previous solution (skips the lambda schedule). The
+        feature map (and the metric) are fitted again: a start from a model
+        fitted on other data lies in another feature space.
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
         Precision of the feature map and of the training objective, whatever
         the input's dtype. The fit is two GEMMs of the ``n x M`` mapped rows per
@@ -96,8 +152,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         Predictions are computed in the dtype chosen (``compute_dtype_``) and
         returned in the input's.
     random_state : int, RandomState instance or None, default=None
-        Seeds the feature map (and degenerate prototype starts).
+        Seeds the feature map, the metric's row sample and pilot (and
+        degenerate prototype starts).
     verbose : int, default=0
+        Print one line per L-BFGS run of the final fit (>1 also scipy's
+        iteration log); the pilot is silent.
 
     Attributes
     ----------
@@ -108,7 +167,19 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     constant_feature_ : float
     intercept_ : ndarray of shape (n_classes,)
     feature_map_ : NystroemFeatures or RandomFourierFeatures
-        The fitted feature map.
+        The fitted feature map (of the transformed rows).
+    input_transform_ : ndarray of shape (d,) or (d, d), or None
+        The learned transform the model applies to its input rows before the
+        map (``d = n_features_in_``): per-column scales
+        (``X * input_transform_``, ``metric="diagonal"``) or a matrix
+        (``X @ input_transform_``, ``metric="full"``); None without a metric.
+    feature_relevance_ : ndarray of shape (n_features_in_,)
+        Relevance of each input column: the diagonal of the learned metric
+        ``T T^T`` (``T = input_transform_``), divided by its largest entry
+        (the most relevant column has 1). Only with a metric.
+    metric_ : ndarray of shape (n_features_in_, n_features_in_)
+        The learned metric ``T T^T`` divided by its largest eigenvalue. Only
+        with ``metric="full"``.
     compute_dtype_ : {"float32", "float64"}
         The precision of the map and the fit (``compute_dtype`` resolved).
     n_iter_ : int
@@ -135,6 +206,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
        Machines", NeurIPS 2001.
     .. [5] Chen, Epperly, Tropp and Webber, "Randomly pivoted Cholesky",
        arXiv:2207.06503.
+    .. [6] Radhakrishnan, Beaglehole, Pandit and Belkin, "Mechanism for feature
+       learning in neural networks and backpropagation-free machine learning
+       models", Science 383, 2024. arXiv:2212.13881.
+    .. [7] Beaglehole, Holzmüller, Radhakrishnan and Belkin, "xRFM: Accurate,
+       scalable, and interpretable feature learning models for tabular data",
+       2025.
 
     Examples
     --------
@@ -144,6 +221,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     >>> clf = KernelMarginSoftmaxClassifier(n_components=200, random_state=0)
     >>> clf.fit(X, y).score(X, y) > 0.95
     True
+    >>> clf.feature_relevance_.shape  # one relevance per input column
+    (2,)
     """
 
     # Mapped rows have |z| ~ 1: losses whose scale involves |x| (A-Softmax)
@@ -157,6 +236,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         "kernel_approximation": [StrOptions({"nystroem", "orf", "rff"})],
         "centres": [StrOptions(set(CENTRE_SELECTORS))],
         "compute_dtype": [StrOptions({"auto", "float32", "float64"})],
+        "metric": [StrOptions({"diagonal", "full"}), None],
+        "metric_steps": [Interval(Integral, 1, None, closed="left")],
     }
 
     # Models saved before these existed (sklmargin._utils.legacy_state):
@@ -164,7 +245,13 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     # which the map and the fit ran in the training rows' dtype (coef_'s), and
     # a refit of such a model does so again; ``centres`` (its __init__
     # default, "uniform") with the Nyström map.
-    _legacy_params = {"compute_dtype": lambda state: fitted_dtype_name(state) or "auto"}
+    # A model saved before the learned metric (issue 25) was fitted without
+    # one, and its clone must refit the same model.
+    _legacy_params = {
+        "compute_dtype": lambda state: fitted_dtype_name(state) or "auto",
+        "metric": lambda state: None,
+        "metric_steps": lambda state: 1,
+    }
     _legacy_fitted = {"compute_dtype_": fitted_dtype_name}
 
     def __init__(
@@ -179,6 +266,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         n_components=1000,
         kernel_approximation="nystroem",
         centres="uniform",
+        metric="diagonal",
+        metric_steps=2,
         constant_feature=None,
         fit_intercept=True,
         class_weight=None,
@@ -199,6 +288,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         self.n_components = n_components
         self.kernel_approximation = kernel_approximation
         self.centres = centres
+        self.metric = metric
+        self.metric_steps = metric_steps
         self.constant_feature = constant_feature
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
@@ -216,6 +307,68 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         if n_samples * self.n_components >= _FLOAT32_ENTRIES:
             return np.dtype(np.float32)
         return np.dtype(input_dtype)
+
+    def _fit_input_transform(self, X, y_encoded, sample_weight, xp=None, device=None):
+        """Learn the input metric (``metric``) and return the transformed ``X``.
+
+        NumPy rows are sliced for the pilot, array API rows copied to the host
+        (a few thousand rows); the Dask fit calls
+        :meth:`_learn_input_transform` with its own row fetcher.
+        """
+        from ._metric import apply_input_transform
+
+        if xp is None:
+            dtype = X.dtype
+
+            def take(rows):
+                return X[rows], y_encoded[rows], sample_weight[rows]
+        else:
+            from .._utils.array_api import numpy_dtype, to_device, to_numpy
+
+            dtype = numpy_dtype(X.dtype)
+
+            def take(rows):
+                index = to_device(rows.astype(np.int64), xp, device)
+                part = to_numpy(xp.take(X, index, axis=0))
+                return part, y_encoded[rows], sample_weight[rows]
+
+        transform = self._learn_input_transform(X.shape, dtype, take)
+        return apply_input_transform(X, transform, xp, device)
+
+    def _learn_input_transform(self, shape, input_dtype, take):
+        """Learn, store and return ``input_transform_`` (None without a metric).
+
+        ``take(rows) -> (X, y_encoded, sample_weight)`` gives NumPy training
+        rows at sorted indices: the one part the NumPy, array API and Dask
+        fits do differently. A CV fold's premapped rows were mapped without a
+        metric, so none is learned there.
+        """
+        from ._metric import learn_input_transform
+
+        transform = None
+        if self.metric is not None and "_premapped" not in vars(self):
+            dtype = self._resolve_compute_dtype(shape[0], input_dtype)
+            transform = learn_input_transform(self, shape[0], take, dtype)
+            if transform is None:  # no step learned anything: the identity
+                d = shape[1]
+                transform = np.ones(d) if self.metric == "diagonal" else np.eye(d)
+        self._set_input_transform(transform)
+        return transform
+
+    def _set_input_transform(self, transform):
+        """Store ``input_transform_`` and the relevance it implies."""
+        self.input_transform_ = transform
+        for name in ("feature_relevance_", "metric_"):
+            self.__dict__.pop(name, None)
+        if transform is None:
+            return
+        if transform.ndim == 1:
+            relevance = transform**2
+        else:
+            metric = transform @ transform.T
+            self.metric_ = metric / np.max(np.linalg.eigvalsh(metric))
+            relevance = np.diag(metric).copy()
+        self.feature_relevance_ = relevance / np.max(relevance)
 
     def _map_input(self, X, dtype):
         """``X`` as the feature map takes it: ``dtype``, dense for Nyström."""

@@ -55,6 +55,8 @@ from ..solver._start import solve_softmax_start, start_params
 
 #: The fitted arrays that live on the fit's device.
 _DEVICE_ATTRIBUTES = ("coef_", "intercept_", "constant_coef_")
+#: The learned metric's arrays (learned on the host, from a row sample).
+_METRIC_ATTRIBUTES = ("input_transform_", "feature_relevance_", "metric_")
 
 
 # -- rows ------------------------------------------------------------------------
@@ -195,6 +197,7 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
         estimator, X, y, sample_weight
     )
     estimator.classes_ = classes
+    X = estimator._fit_input_transform(X, y_encoded, sample_weight, xp, device)
     y_device = to_device(y_encoded.astype(np.int64), xp, device)
     # Rows the map made in this call are ours to normalise in place, as the
     # NumPy fit does; a CV fold's premapped rows serve every point of its path.
@@ -261,6 +264,9 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
     estimator._solve(objective, lambda_min, cold_start)
     for name in _DEVICE_ATTRIBUTES:
         setattr(estimator, name, to_device(getattr(estimator, name), xp, device))
+    for name in _METRIC_ATTRIBUTES:  # the kernel's learned metric, if any
+        if getattr(estimator, name, None) is not None:
+            setattr(estimator, name, to_device(getattr(estimator, name), xp, device))
     estimator._array_api_stats = {
         "transfer_seconds": objective.transfer_seconds,
         "n_evaluations": objective.n_evaluations,
@@ -351,6 +357,7 @@ def _namespace_open_set_score(estimator, X, logits, xp, device):
     feature_map = getattr(estimator, "feature_map_", None)
     if not isinstance(feature_map, NystroemFeatures):
         return score
+    X = estimator._transform_input(X, xp, device)  # the rows the map sees
     centres = xp.astype(to_device(feature_map.components_, xp, device), wide)
     offset = xp.mean(centres, axis=0)
     centres = (centres - offset) * float(np.sqrt(feature_map.gamma_))
@@ -374,7 +381,9 @@ def namespace_model_logits(estimator, X, xp, device):
     In ``X``'s dtype whatever precision a kernel map computed in (as the NumPy
     path's ``logits_in_dtype``), refused where that dtype cannot hold them.
     """
-    features = estimator._map_features_namespace(X, xp, device)
+    features = estimator._map_features_namespace(
+        estimator._transform_input(X, xp, device), xp, device
+    )
     logits = namespace_logits(estimator, features, xp, device)
     if logits.dtype != X.dtype:  # a float64 kernel map asked about float32 rows
         limit = float(np.finfo(numpy_dtype(X.dtype)).max) / 64.0

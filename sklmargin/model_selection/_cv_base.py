@@ -40,9 +40,10 @@ from ..losses._registry import get_margin
 from ..objective._cross_entropy import predicted_probabilities
 from ..openset._scores import CVOpenSetScoreMixin
 from ._calibration import fit_temperature, logits_from_decision
-from ._cv_path import check_folds, fit_fold, full_class_logits
+from ._cv_path import check_folds, fit_fold, full_class_logits, warn_on_edges
 from ._namespace import (
     fit_inputs,
+    fitted_models,
     named_scoring_failure,
     predict_cv_array_api,
     routed_namespace,
@@ -275,6 +276,8 @@ class _BaseMarginSoftmaxCV(
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])
+        # The kernel search's input metric, learned once on all rows.
+        X, transform = self._metric_rows(X, y_encoded, sample_weight, namespace)
         path_name, path_values, outer_names, outer_grids = self._resolve_grid(
             X, sample_weight
         )
@@ -353,6 +356,10 @@ class _BaseMarginSoftmaxCV(
             return results[fold * n_outer + o][3][k]
 
         best_mean = _first_best(scores[scored].mean(axis=0))
+        searched = {path_name: path_values}
+        if "gamma" in outer_names:
+            searched["gamma"] = outer_grids[outer_names.index("gamma")]
+        warn_on_edges(name, grid_points[best_mean], searched)
         if self.refit:
             self.best_index_ = best_mean
             best_per_fold = [self.best_index_] * n_folds
@@ -404,7 +411,14 @@ class _BaseMarginSoftmaxCV(
                 results[f * n_outer + b // n_path][4][b % n_path]
                 for f, b in enumerate(best_per_fold)
             ]
+        if transform is not None:
+            for model in fitted_models(self):
+                self._attach_metric(model, transform, namespace)
         return self
+
+    def _metric_rows(self, X, y_encoded, sample_weight, namespace):
+        """``(rows the search sees, their input transform)``: none here."""
+        return X, None
 
     def _set_chosen(self, point, path_name):
         for key, value in point.items():

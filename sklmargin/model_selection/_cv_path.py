@@ -234,3 +234,46 @@ def check_folds(folds, y_encoded, classes, sample_weight, name):
             stacklevel=3,
         )
     return scored
+
+
+#: The constructor argument that holds each searched parameter's values.
+_GRID_ARGUMENTS = {"s": "ss", "C": "Cs", "gamma": "gammas"}
+
+
+def warn_on_edges(name, chosen, grids):
+    """Warn when a chosen ``s``, ``C`` or ``gamma`` is the end of its grid.
+
+    The optimum may then lie beyond the values searched. The warning names the
+    parameter, the value, the grid's range and a grid one step wider (by the
+    ratio of its last two values), as ``compare --tune`` notes do.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's class name.
+    chosen : dict
+        The chosen grid point.
+    grids : dict
+        Parameter name -> the values searched.
+    """
+    for key, values in grids.items():
+        ordered = sorted(float(v) for v in values)
+        if len(ordered) < 2 or key not in chosen:
+            continue
+        value = float(chosen[key])
+        if value not in (ordered[0], ordered[-1]):
+            continue
+        upward = value == ordered[-1]
+        neighbour = ordered[-2] if upward else ordered[1]
+        beyond = value * value / neighbour  # one geometric step further
+        side = "largest" if upward else "smallest"
+        wider = [*ordered, beyond] if upward else [beyond, *ordered]
+        wider = ", ".join(f"{v:.4g}" for v in wider)
+        warnings.warn(
+            f"{name}: the chosen {key}={value:.4g} is the {side} value of its "
+            f"grid [{ordered[0]:.4g}, {ordered[-1]:.4g}]; the best {key} may lie "
+            f"beyond it. Widen the grid, e.g. "
+            f"{_GRID_ARGUMENTS.get(key, key)}=[{wider}].",
+            UserWarning,
+            stacklevel=4,
+        )

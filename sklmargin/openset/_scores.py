@@ -206,7 +206,9 @@ def margin_softmax_score_samples(estimator, X):
         estimator._logits(X), open_set_temperature(estimator.s_)
     )
     feature_map = getattr(estimator, "feature_map_", None)
-    return score + nearest_centre_log_similarity(feature_map, X)
+    return score + nearest_centre_log_similarity(
+        feature_map, estimator._transform_input(X)
+    )
 
 
 def cv_score_samples(cv_estimator, X):

@@ -32,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ..._utils.validation import check_two_classes, class_weight_factors
+from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
 from ...solver._start import solve_softmax_start, start_params
 from ._cluster import _client, share
@@ -188,6 +189,11 @@ class _Source:
         ]
         self.chunk_totals = dask.compute(*parts)
 
+    def replace_rows(self, X):
+        """Use the rows ``X`` (the learned metric's, lazily) from now on."""
+        self.X = X
+        self.x_blocks = _row_blocks(X)
+
     def encode(self, classes, factors):
         import dask
 
@@ -221,6 +227,23 @@ class _Source:
         if _should_persist(self.n_samples, n_features, self.dtype.itemsize):
             chunks = list(dask.persist(*chunks))
         return chunks
+
+
+def _fit_input_transform(estimator, X, y, sample_weight, classes, factors):
+    """Learn the kernel estimator's metric from rows fetched to the client.
+
+    The pilot sees the rows the in-memory fit's pilot sees (the same draw,
+    :func:`sklmargin.estimators._metric.metric_sample`): only those rows, a
+    few thousand, are computed and brought back.
+    """
+
+    def take(rows):
+        y_rows = np.asarray(y[rows].compute())
+        w_rows = None if sample_weight is None else sample_weight[rows].compute()
+        y_encoded, weights = _encode(y_rows, w_rows, classes, factors)
+        return np.asarray(X[rows].compute()), y_encoded, weights
+
+    return estimator._learn_input_transform(X.shape, X.dtype, take)
 
 
 def _classes_and_weights(source, class_weight):
@@ -307,6 +330,9 @@ def fit_dask(estimator, X, y, sample_weight=None):
     keep = chunk_sums > 0
     source.encode(classes, factors)
     estimator.classes_ = classes
+    transform = _fit_input_transform(estimator, X, y, sample_weight, classes, factors)
+    if transform is not None:  # the kernel's learned metric: lazy, per chunk
+        source.replace_rows(apply_input_transform(X, transform))
     estimator.n_features_in_ = X.shape[1]
     if hasattr(estimator, "feature_names_in_"):
         del estimator.feature_names_in_

@@ -17,14 +17,16 @@ softmax and argmax:
       \phi(x) A + b & \text{the others (softmax, L-Softmax, A-Softmax)}
     \end{cases}
 
-where :math:`\phi` is the identity or the kernel estimator's feature map,
+where :math:`\phi` is the identity or the kernel estimator's feature map
+(applied after its learned input transform, ``x * t`` or ``x @ T``: one
+``Mul`` or ``MatMul`` node),
 :math:`A` the prototypes (transposed) with the logit scale folded in, per
 class: ``s / |w_j|`` for the cosine losses, ``s`` for A-Softmax and 1 for
 L-Softmax (whose ``|x|`` and ``|w_j|`` cancel against the cosine's norms),
 :math:`a` the lifting feature's contribution ``c * constant_coef_`` scaled
 alike, and
 :math:`b` the intercepts. Every read of the estimators' fitted attributes is in
-:func:`~sklmargin.integrations.onnx._description._logit_description`, the one place to
+:func:`~sklmargin.objective._description._logit_description`, the one place to
 change when they change.
 """
 
@@ -32,7 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._description import _logit_description, _map_description, _NystroemDescription
+from ...objective._description import (
+    _logit_description,
+    _map_description,
+    _NystroemDescription,
+)
 
 __all__ = ["register_onnx_converters", "to_onnx"]
 
@@ -189,8 +195,12 @@ def _normalised_logits_graph(graph, description, features):
 
 def _logits_graph(graph, description, X):
     features = X
+    transform = description.input_transform
+    if transform is not None:  # the learned metric: x * t or x @ T
+        op = "Mul" if transform.ndim == 1 else "MatMul"
+        features = graph.node(op, [X, graph.const("input_transform", transform)])
     if description.feature_map is not None:
-        features = _map_graph(graph, description.feature_map, X)
+        features = _map_graph(graph, description.feature_map, features)
     if description.normalise:
         raw = _normalised_logits_graph(graph, description, features)
     else:

@@ -1,0 +1,356 @@
+r"""An input metric learned from a fitted kernel model (average gradient outer product).
+
+Recursive Feature Machines (Radhakrishnan et al., Science 2024; xRFM,
+Beaglehole et al. 2025) learn the metric of a kernel machine from the machine
+itself: fit, take the average gradient outer product (AGOP) of the class
+logits :math:`f_c` with respect to the *input*
+
+.. math::
+
+    M = \frac{1}{\sum_i w_i} \sum_i w_i \sum_c
+        \nabla_x f_c(x_i)\, \nabla_x f_c(x_i)^\top,
+
+and refit on :math:`x \mapsto M^{1/2} x` (normalised by the largest
+eigenvalue of :math:`M`; the diagonal variant keeps only the per-feature
+scales :math:`\sqrt{M_{jj} / \max_k M_{kk}}`). Directions the logits do not
+move along shrink, so the RBF kernel stops spending its width on them.
+
+The gradients are closed form, through the map and the margin-free logits:
+
+* Nyström, :math:`z(x) = N^\top k_C(x)` with
+  :math:`k_C(x)_i = e^{-\gamma |x - c_i|^2}`:
+  :math:`\partial k_i / \partial x = -2 \gamma k_i (x - c_i)`;
+* random Fourier features: :math:`\partial \cos(\omega^\top x + b) / \partial x
+  = -\sin(\omega^\top x + b)\, \omega` (and :math:`\cos\,\omega` for the sines);
+* logits :math:`f_c = (z A + a)_c / \max(|[z, c_0]|, \epsilon) + b_c` for the
+  losses that normalise the rows (the scale and ``1 / |w_c|`` folded into
+  ``A``, the lift ``c_0`` into ``a``), :math:`f_c = (z A)_c + b_c` for the
+  others (plain softmax, L-/A-Softmax, whose ``|x|`` cancels): the arrays of
+  :func:`~sklmargin.objective._description._logit_description`, the one
+  reader of a fitted model's attributes.
+
+:func:`learn_input_transform` runs the whole step on a NumPy row sample (the
+in-memory, array API and Dask fits all call it, on the same rows);
+:func:`apply_input_transform` is the one function every path calls to map
+rows by the learned transform.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state, gen_batches
+
+from .._utils.blocks import rows_per_block
+
+#: Rows of the pilot fit (a uniform draw without replacement; all rows below).
+PILOT_ROWS = 4000
+#: Most centres (features) of the pilot map.
+PILOT_COMPONENTS = 500
+#: The pilot stops at this multiple of the estimator's ``tol``.
+PILOT_TOL_FACTOR = 10.0
+#: Rows of the pilot sample on which the gradients are averaged.
+AGOP_ROWS = 2000
+
+
+def metric_sample(n_samples, rng):
+    """Row indices of the pilot fit (sorted) and, among them, of the AGOP.
+
+    Drawn from ``rng`` the same way by every fit path (NumPy, array API,
+    Dask), so all learn the same metric from the same rows.
+    """
+    if n_samples > PILOT_ROWS:
+        rows = np.sort(rng.choice(n_samples, PILOT_ROWS, replace=False))
+    else:
+        rows = np.arange(n_samples)
+    if len(rows) > AGOP_ROWS:
+        agop = np.sort(rng.choice(len(rows), AGOP_ROWS, replace=False))
+    else:
+        agop = np.arange(len(rows))
+    return rows, agop
+
+
+def apply_input_transform(X, transform, xp=None, device=None):
+    """Rows mapped by a learned transform: ``X * t`` (diagonal) or ``X @ T``.
+
+    The one implementation every path calls: NumPy (dense or CSR), Dask
+    arrays (lazy: the operators are Dask's) and array API arrays (``xp``).
+
+    Parameters
+    ----------
+    X : {ndarray, csr_matrix, dask array, array API array} of shape (n, d)
+    transform : ndarray of shape (d,) or (d, d), or None
+        Per-feature scales or a matrix acting on rows; None is the identity.
+    xp, device : namespace and device of an array API ``X``, or None.
+
+    Returns
+    -------
+    Array of the kind and dtype of ``X`` (a CSR ``X`` stays CSR under a
+    diagonal transform and becomes dense under a full one).
+    """
+    if transform is None:
+        return X
+    if xp is not None:
+        from .._utils.array_api import to_device
+
+        t = to_device(transform, xp, device, dtype=X.dtype)
+        return X * t if t.ndim == 1 else X @ t
+    t = np.asarray(transform).astype(X.dtype, copy=False)
+    if sparse.issparse(X):
+        if t.ndim == 1:
+            return sparse.csr_matrix(X @ sparse.diags(t)).astype(X.dtype, copy=False)
+        return np.asarray(X @ t)
+    return X * t if t.ndim == 1 else X @ t
+
+
+def logit_input_gradients(model, X):
+    r"""Gradients of a fitted kernel model's margin-free logits w.r.t. its input.
+
+    Parameters
+    ----------
+    model : KernelMarginSoftmaxClassifier
+        Fitted, without an input transform of its own (a pilot).
+    X : ndarray of shape (n_samples, n_features)
+        Rows as the feature map takes them (the model's compute dtype).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes, n_features)
+        :math:`\partial f_c(x_i) / \partial x_i`, in ``X``'s dtype.
+    """
+    return np.concatenate(list(_gradient_blocks(model, X)), axis=0)
+
+
+def _gradient_blocks(model, X):
+    """Yield the logit input gradients of ``X`` by row blocks (bounded memory).
+
+    A row whose gradient overflows the compute dtype (float32 inputs near
+    1e19, far beyond any standardised data) counts as flat: its gradient is
+    0 rather than inf or NaN, and the step stays finite.
+    """
+    blocks = _raw_gradient_blocks(model, X)
+    while True:
+        # Each block is computed under the error state, and yielded outside
+        # it: the caller's arithmetic keeps its own.
+        with np.errstate(all="ignore"):
+            grad = next(blocks, None)
+            if grad is not None:
+                grad[~np.isfinite(grad).all(axis=(1, 2))] = 0.0
+        if grad is None:
+            return
+        yield grad
+
+
+def _raw_gradient_blocks(model, X):
+    """:func:`_gradient_blocks` before non-finite rows are cleared."""
+    from ..objective._description import _logit_description, _NystroemDescription
+
+    description = _logit_description(model)
+    dtype = X.dtype
+    fmap = description.feature_map
+    matrix = description.matrix.astype(dtype)  # (width, K)
+    n_classes = matrix.shape[1]
+    nystroem = isinstance(fmap, _NystroemDescription)
+    if nystroem:
+        # Chain through z = k N: the class directions in kernel coordinates.
+        normalization = fmap.normalization.astype(dtype)
+        centres = fmap.centres.astype(dtype)  # (d, M), offset and sqrt(gamma) in
+        centre_squares = fmap.centre_squares.astype(dtype)
+        directions = normalization @ matrix  # (M, K)
+        width = centres.shape[1]
+    else:
+        weights = np.hstack([fmap.pair_weights, fmap.odd_weights]).astype(dtype)
+        n_pairs = fmap.pair_weights.shape[1]
+        width = weights.shape[1]
+    block = rows_per_block(dtype.itemsize * 3 * n_classes * max(width, X.shape[1]))
+    for rows in gen_batches(X.shape[0], block):
+        x = X[rows]
+        if nystroem:
+            scaled = (x - fmap.offset.astype(dtype)) * dtype.type(fmap.root_gamma)
+            squared = (
+                np.einsum("ij,ij->i", scaled, scaled)[:, None]
+                + centre_squares
+                - 2.0 * scaled @ centres
+            )
+            kernel = np.exp(-np.maximum(squared, 0.0))  # (n, M)
+            features = kernel @ normalization
+        else:
+            projection = x @ weights
+            projection[:, n_pairs:] += fmap.odd_offset.astype(dtype)
+            cos, sin = np.cos(projection), np.sin(projection)
+            features = dtype.type(fmap.scale) * np.hstack(
+                [cos[:, :n_pairs], sin[:, :n_pairs], cos[:, n_pairs:]]
+            )
+        # dlogit_c / dz = alpha_c * A[:, c] + beta_c * z (beta only normalised)
+        alpha, beta = _feature_gradient_factors(description, features)
+        if nystroem:
+            # dlogit_c / dk = alpha_c (N A)_c + beta_c N^T... = per kernel entry
+            chained = alpha[:, :, None] * directions.T[None, :, :]
+            if beta is not None:
+                chained += beta[:, :, None] * (features @ normalization.T)[:, None, :]
+            chained *= kernel[:, None, :]  # times k_i: (n, K, M)
+            # dk_i/dx = -2 gamma k_i (x - c_i) = -2 sqrt(gamma) k_i (u - u_i)
+            grad = chained.sum(axis=2)[:, :, None] * scaled[:, None, :]
+            grad -= (chained @ centres.T).reshape(grad.shape)
+            grad *= dtype.type(-2.0 * fmap.root_gamma)
+        else:
+            g = alpha[:, :, None] * matrix.T[None, :, :]  # (n, K, width_out)
+            if beta is not None:
+                g += beta[:, :, None] * features[:, None, :]
+            g *= dtype.type(fmap.scale)
+            # d cos(p)/dp = -sin(p), d sin(p)/dp = cos(p); p = x w (+ b)
+            dp = np.empty((x.shape[0], n_classes, width), dtype=dtype)
+            dp[:, :, :n_pairs] = (
+                -sin[:, None, :n_pairs] * g[:, :, :n_pairs]
+                + cos[:, None, :n_pairs] * g[:, :, n_pairs : 2 * n_pairs]
+            )
+            dp[:, :, n_pairs:] = -sin[:, None, n_pairs:] * g[:, :, 2 * n_pairs :]
+            grad = dp @ weights.T
+        yield grad.astype(dtype, copy=False)
+
+
+def _feature_gradient_factors(description, features):
+    """``(alpha, beta)``: ``d logit_c / dz = alpha_c A[:, c] + beta_c z`` per row.
+
+    Unnormalised logits ``z A + b``: alpha = 1, beta = None. Normalised ones
+    ``(z A + a) / r + b`` with ``r = max(|[z, c]|, tiny)``: alpha = 1 / r,
+    beta = -(z A + a) / r^3 (the derivative of ``1 / r`` is ``-z / r^3``;
+    zero where the floor holds).
+    """
+    dtype = features.dtype
+    n, n_classes = features.shape[0], description.matrix.shape[1]
+    if not description.normalise:
+        return np.ones((n, n_classes), dtype=dtype), None
+    squared = np.einsum("ij,ij->i", features, features, dtype=np.float64)
+    norms = np.sqrt(squared + description.lift**2)
+    floored = norms <= description.tiny
+    r = np.maximum(norms, description.tiny)
+    raw = features @ description.matrix.astype(dtype) + description.inner_bias.astype(
+        dtype
+    )
+    alpha = np.broadcast_to((1.0 / r)[:, None], (n, n_classes)).astype(dtype)
+    beta = (-raw / (r**3)[:, None]).astype(dtype)
+    beta[floored] = 0.0
+    return alpha, beta
+
+
+def average_gradient_outer_product(model, X, sample_weight, full):
+    """Return the weighted AGOP of ``model``'s logits on rows ``X`` (float64).
+
+    Returns its diagonal (``full=False``, shape ``(d,)``) or the whole
+    ``(d, d)`` matrix.
+    """
+    d = X.shape[1]
+    out = np.zeros((d, d) if full else d)
+    start = 0
+    for grad in _gradient_blocks(model, X):
+        w = sample_weight[start : start + grad.shape[0]]
+        start += grad.shape[0]
+        flat = grad.reshape(-1, d)  # (n * K, d)
+        w_rows = np.repeat(w, grad.shape[1]).astype(grad.dtype)
+        if full:
+            out += (flat * w_rows[:, None]).T.astype(np.float64) @ flat.astype(
+                np.float64
+            )
+        else:
+            out += w_rows.astype(np.float64) @ np.square(flat, dtype=np.float64)
+    total = float(np.sum(sample_weight))
+    return out / total if total > 0 else out
+
+
+def metric_step(agop):
+    """Return the transform of one step from an AGOP (diagonal or full), or None.
+
+    Diagonal: per-feature scales ``sqrt(M_jj / max_k M_kk)``. Full:
+    ``(M / lambda_max)^{1/2}`` (symmetric). None when ``M`` is zero or not
+    finite (a model whose logits do not depend on the input): the step then
+    leaves the inputs as they are.
+    """
+    if not np.all(np.isfinite(agop)):
+        return None
+    if agop.ndim == 1:
+        top = float(np.max(agop, initial=0.0))
+        return None if not top > 0 else np.sqrt(np.maximum(agop, 0.0) / top)
+    eigenvalues, eigenvectors = np.linalg.eigh((agop + agop.T) / 2.0)
+    top = float(eigenvalues[-1])
+    if not top > 0:
+        return None
+    root = np.sqrt(np.maximum(eigenvalues, 0.0) / top)
+    return (eigenvectors * root) @ eigenvectors.T
+
+
+def compose(first, then):
+    """Return the transform that applies ``first`` and then ``then`` to rows."""
+    if first is None:
+        return then
+    if then is None:
+        return first
+    if first.ndim == 1 and then.ndim == 1:
+        return first * then
+    first = np.diag(first) if first.ndim == 1 else first
+    then = np.diag(then) if then.ndim == 1 else then
+    return first @ then
+
+
+def learn_input_transform(estimator, n_samples, take, dtype):
+    """Learn the input transform of ``estimator`` from its training rows.
+
+    Parameters
+    ----------
+    estimator : KernelMarginSoftmaxClassifier
+        Its ``metric``, ``metric_steps``, ``random_state`` and the settings the
+        pilot copies.
+    n_samples : int
+        Number of training rows.
+    take : callable
+        ``take(rows) -> (X, y_encoded, sample_weight)`` of the training rows
+        at the sorted indices ``rows``, as NumPy arrays (the weights including
+        the class weights): the one thing the NumPy, array API and Dask fits
+        do differently.
+    dtype : numpy dtype
+        The fit's compute dtype: the pilot and the gradients run in it.
+
+    Returns
+    -------
+    ndarray of shape (d,) or (d, d), or None (no step changed anything).
+    """
+    rng = check_random_state(estimator.random_state)
+    rows, agop_rows = metric_sample(n_samples, rng)
+    seed = rng.randint(np.iinfo(np.int32).max)
+    X, y_encoded, sample_weight = take(rows)
+    X = X.toarray() if sparse.issparse(X) else np.asarray(X)
+    X = X.astype(dtype, copy=False)
+    y_encoded = np.asarray(y_encoded)
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if np.unique(y_encoded[sample_weight > 0]).shape[0] < 2:
+        return None  # the sample cannot train a classifier: no metric
+    pilot = clone(estimator).set_params(
+        metric=None,
+        n_components=min(int(estimator.n_components), PILOT_COMPONENTS),
+        tol=estimator.tol * PILOT_TOL_FACTOR,
+        class_weight=None,
+        warm_start=False,
+        compute_dtype=np.dtype(dtype).name,
+        random_state=seed,
+        verbose=0,
+    )
+    full = estimator.metric == "full"
+    transform = None
+    for _ in range(int(estimator.metric_steps)):
+        current = apply_input_transform(X, transform)
+        with warnings.catch_warnings():
+            # A pilot stopped early still points the way; the user's fit warns.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            pilot.fit(current, y_encoded, sample_weight=sample_weight)
+        agop = average_gradient_outer_product(
+            pilot, current[agop_rows], sample_weight[agop_rows], full
+        )
+        step = metric_step(agop)
+        if step is None:
+            break
+        transform = compose(transform, step)
+    return transform
