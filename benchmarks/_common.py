@@ -45,7 +45,7 @@ DEFAULT_DATA = (
     else SHIPPED_DATA
 )
 
-#: The ``.npz`` data sets of the benchmark protocol (DESIGN.md section 8).
+#: The ``.npz`` data sets of the benchmark protocol (benchmarks/data/README.md).
 NPZ_DATASETS = (
     "letter",
     "satimage",

@@ -4,7 +4,7 @@
 
 ``bench-objective`` times one evaluation of the training objective (loss and
 gradient) against the two GEMMs it cannot avoid, ``X W^T`` and ``G^T X``, in the
-same process (DESIGN.md section 9): the ratio says how close the implementation
+same process: the ratio says how close the implementation
 is to the floor. ``bench-scale`` fits on synthetic data of growing size and
 reports time and peak memory. Both are scripts, never timed assertions in tests.
 """
@@ -259,7 +259,7 @@ def register(subparsers):
         "bench-objective",
         help="time one objective evaluation against its two GEMMs",
         description="One loss+gradient evaluation vs the GEMMs X W^T and G^T X, "
-        "same process, medians of repeats (DESIGN.md section 9).",
+        "same process, medians of repeats.",
     )
     objective.add_argument("--n", type=_positive_int, default=100_000)
     objective.add_argument("--d", type=_positive_int, nargs="+", default=[16, 128, 512])

@@ -13,7 +13,7 @@ One concern per module:
   :mod:`~sklmargin.compare.plot` -- the plot;
 * :mod:`~sklmargin.compare.cli` -- the command line.
 
-The protocol is DESIGN.md section 8: ``Pipeline([StandardScaler(), model])``
+The protocol: ``Pipeline([StandardScaler(), model])``
 fitted on the training split, scored once on the test split, tuned (optionally)
 by 3-fold CV on the training split with the same number of grid points for
 every model, times as medians and as ratios against LinearSVC and

@@ -11,7 +11,7 @@ RBF kernel widths are tuned as multiples of the ``"scale"`` value
 data (the grid key ``"gamma/scale"``, resolved by :meth:`ModelSpec.param_grid`):
 the same multiples for SVC and for our kernel models.
 
-Fairness (DESIGN.md section 8) means every model gets the same number of grid
+Fairness means every model gets the same number of grid
 points, :data:`~sklmargin.compare.settings.GRID_POINTS`. Grid keys are
 parameter names of the classifier itself; a :class:`ModelSpec` knows where that
 classifier sits in a composite model (e.g. the LogisticRegression after an

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-#: Every model gets this many tuning grid points (DESIGN.md section 8).
+#: Every model gets this many tuning grid points (a fair comparison).
 GRID_POINTS = 9
 
 #: Every ratio is a time divided by the time of one of these, on the same

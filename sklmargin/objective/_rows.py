@@ -16,7 +16,7 @@ instead of copying ``X``), the ONNX reference on the exported arrays.
 ``c`` is the lifting constant (0: no lift). Lifting to ``[x, c]`` before
 normalising is one-to-one (the inverse gnomonic projection onto a hemisphere):
 a cosine classifier then keeps what ``|x|`` says instead of seeing directions
-only (DESIGN.md, round-1 corrections).
+only.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Two parts of the family are not one smooth problem:
   piecewise smooth: its objective jumps where the state changes, and L-BFGS's
   line search assumes smoothness. We hold the state fixed during a run,
   recompute it, and run again, accepting a round only when it lowers the exact
-  objective (DESIGN.md section 3.4).
+  objective.
 """
 
 from __future__ import annotations
