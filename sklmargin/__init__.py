@@ -3,6 +3,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from ._legacy import install_legacy_module_paths
+from ._utils.grid_edges import GridEdgeWarning
 from .estimators import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 from .features import NystroemFeatures, RandomFourierFeatures
 from .losses import LOSS_NAMES, Margin, get_margin, registered_margins
@@ -42,6 +43,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 __all__ = [
+    "GridEdgeWarning",
     "KernelMarginSoftmaxClassifier",
     "KernelMarginSoftmaxClassifierCV",
     "LOSS_NAMES",

@@ -409,3 +409,24 @@ def test_training_fold_with_one_class_names_the_fold(iris, refit):
         r"fewer folds.*stratif",
     ):
         clf.fit(X, y)
+
+
+def test_refit_walks_the_warm_path_to_the_chosen_s():
+    # The refit is the model the folds scored: the same warm-started path over
+    # s, on all the data, up to the chosen point (not a fit started elsewhere).
+    X, y = make_classification(
+        n_samples=300, n_features=10, n_informative=8, n_classes=4, random_state=1
+    )
+    X = StandardScaler().fit_transform(X)
+    ss = [2.0, 8.0, 32.0, 128.0]
+    clf = MarginSoftmaxClassifierCV(ss=ss, ms=[0.05], cv=3).fit(X, y)
+    walked = MarginSoftmaxClassifier(m=0.05, warm_start=True)
+    for s in ss[: ss.index(clf.s_) + 1]:
+        walked.set_params(s=s).fit(X, y)
+    np.testing.assert_allclose(clf.estimator_.coef_, walked.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        clf.estimator_.intercept_, walked.intercept_, rtol=1e-7, atol=1e-9
+    )
+    assert clf.estimator_.s == clf.s_ and not clf.estimator_.warm_start
+    # Past the first point, so the walk has more than one step to get right.
+    assert clf.s_ > ss[0]
