@@ -58,9 +58,12 @@ REPO = Path(__file__).resolve().parent.parent
 N_BINS = 15
 
 
-def models(folds):
+def models(folds, folds3):
     return {
         "ours": MarginSoftmaxClassifierCV(cv=folds),
+        "ours_cv3": MarginSoftmaxClassifierCV(cv=folds3),
+        "ours_ll": MarginSoftmaxClassifierCV(cv=folds, scoring="neg_log_loss"),
+        "ours_cv3_ll": MarginSoftmaxClassifierCV(cv=folds3, scoring="neg_log_loss"),
         "lrcv": LogisticRegressionCV(cv=folds),
         "ours27": MarginSoftmaxClassifierCV(
             ms=(0.0, 0.05, 0.1), ss=np.geomspace(7.5, 120.0, 9), cv=folds
@@ -84,8 +87,11 @@ def run(name, path, model_names):
     folds = list(
         StratifiedKFold(5, shuffle=True, random_state=0).split(X_train, y_train)
     )
+    folds3 = list(
+        StratifiedKFold(3, shuffle=True, random_state=0).split(X_train, y_train)
+    )
     rows = []
-    for model_name, model in models(folds).items():
+    for model_name, model in models(folds, folds3).items():
         if model_name not in model_names:
             continue
         pipeline = make_pipeline(StandardScaler(), model)
