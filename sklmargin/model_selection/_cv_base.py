@@ -257,6 +257,13 @@ class _BaseMarginSoftmaxCV(
         Returns
         -------
         self : object
+
+        Warns
+        -----
+        GridEdgeWarning
+            When a chosen ``s``, ``C``, ``m`` or ``gamma`` is the smallest or
+            the largest value searched (not at an end of its domain, such as
+            ``m = 0``): the message names the parameter to widen.
         """
         if (namespace := input_namespace(X)) is None:
             X, y = validate_data(
