@@ -13,6 +13,9 @@ Models
   calibration buys.
 * ``lrcv``: ``LogisticRegressionCV()`` defaults (10 C values): the same number
   of grid points and folds as ours, so default-vs-default is also equal-grid.
+* ``ours_cv3``, ``ours_ll``, ``ours_cv3_ll`` (opt-in): ours with 3 shuffled
+  stratified folds (seed 0) and/or ``scoring="neg_log_loss"``, to measure
+  what those defaults would change (``benchmarks/results_cv_defaults.md``).
 * ``ours27``/``lrcv27`` (opt-in): the crossed grid, 3 margins (0, 0.05, 0.1)
   x 9 scales (7.5 to 120), against ``LogisticRegressionCV(Cs=27)``.
 
@@ -23,7 +26,7 @@ on a shared machine).
 Usage::
 
     python benchmarks/cv_vs_logregcv.py [--data ../shared/data] [--out rows.jsonl]
-        [--datasets letter,usps] [--models ours,lrcv,ours27,lrcv27]
+        [--datasets letter,usps] [--models ours,lrcv,ours_cv3,ours_ll,ours27,lrcv27]
 """
 
 import os
@@ -58,9 +61,12 @@ REPO = Path(__file__).resolve().parent.parent
 N_BINS = 15
 
 
-def models(folds):
+def models(folds, folds3):
     return {
         "ours": MarginSoftmaxClassifierCV(cv=folds),
+        "ours_cv3": MarginSoftmaxClassifierCV(cv=folds3),
+        "ours_ll": MarginSoftmaxClassifierCV(cv=folds, scoring="neg_log_loss"),
+        "ours_cv3_ll": MarginSoftmaxClassifierCV(cv=folds3, scoring="neg_log_loss"),
         "lrcv": LogisticRegressionCV(cv=folds),
         "ours27": MarginSoftmaxClassifierCV(
             ms=(0.0, 0.05, 0.1), ss=np.geomspace(7.5, 120.0, 9), cv=folds
@@ -84,8 +90,11 @@ def run(name, path, model_names):
     folds = list(
         StratifiedKFold(5, shuffle=True, random_state=0).split(X_train, y_train)
     )
+    folds3 = list(
+        StratifiedKFold(3, shuffle=True, random_state=0).split(X_train, y_train)
+    )
     rows = []
-    for model_name, model in models(folds).items():
+    for model_name, model in models(folds, folds3).items():
         if model_name not in model_names:
             continue
         pipeline = make_pipeline(StandardScaler(), model)

@@ -3,6 +3,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from ._legacy import install_legacy_module_paths
+from ._utils.grid_edges import GridEdgeWarning
 from ._utils.validation import FeatureScaleWarning
 from .estimators import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 from .features import NystroemFeatures, RandomFourierFeatures
@@ -44,6 +45,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 __all__ = [
     "FeatureScaleWarning",
+    "GridEdgeWarning",
     "KernelMarginSoftmaxClassifier",
     "KernelMarginSoftmaxClassifierCV",
     "LOSS_NAMES",

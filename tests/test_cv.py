@@ -1,7 +1,5 @@
 """The cross-validated estimators: conformance, grids, paths, calibration."""
 
-import warnings
-
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
@@ -425,36 +423,22 @@ def test_training_fold_with_one_class_names_the_fold(iris, refit):
         clf.fit(X, y)
 
 
-# -- a chosen value on the edge of its grid is named --------------------------
-def test_edge_warning_names_the_parameter_the_value_and_a_wider_grid():
-    from sklmargin.model_selection._cv_path import warn_on_edges
-
-    with pytest.warns(
-        UserWarning, match=r"s=400 is the largest .* ss=\[50, 100, 200, 400, 800\]"
-    ):
-        warn_on_edges("Search", {"s": 400.0}, {"s": (50.0, 100.0, 200.0, 400.0)})
-    with pytest.warns(
-        UserWarning, match=r"gamma=0.5 is the smallest .* gammas=\[0.25, 0.5, 1, 2\]"
-    ):
-        warn_on_edges("Search", {"gamma": 0.5}, {"gamma": (2.0, 1.0, 0.5)})
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        warn_on_edges("Search", {"s": 100.0}, {"s": (50.0, 100.0, 200.0)})
-        warn_on_edges("Search", {"C": 1.0}, {"C": (1.0,)})  # nothing to widen
-
-
-def test_kernel_search_warns_when_s_ends_on_its_grid():
+def test_refit_walks_the_warm_path_to_the_chosen_s():
+    # The refit is the model the folds scored: the same warm-started path over
+    # s, on all the data, up to the chosen point (not a fit started elsewhere).
     X, y = make_classification(
-        n_samples=150, n_features=5, n_informative=3, n_classes=3, random_state=0
+        n_samples=300, n_features=10, n_informative=8, n_classes=4, random_state=1
     )
-    search = KernelMarginSoftmaxClassifierCV(
-        n_components=40, gammas=["scale"], ss=[2.0, 100.0], random_state=0
+    X = StandardScaler().fit_transform(X)
+    ss = [2.0, 8.0, 32.0, 128.0]
+    clf = MarginSoftmaxClassifierCV(ss=ss, ms=[0.05], cv=3).fit(X, y)
+    walked = MarginSoftmaxClassifier(m=0.05, warm_start=True)
+    for s in ss[: ss.index(clf.s_) + 1]:
+        walked.set_params(s=s).fit(X, y)
+    np.testing.assert_allclose(clf.estimator_.coef_, walked.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        clf.estimator_.intercept_, walked.intercept_, rtol=1e-7, atol=1e-9
     )
-    # On a grid of two values the chosen one is an edge, whichever it is.
-    with pytest.warns(UserWarning, match=r"of its grid \[2, 100\].* ss=\[") as caught:
-        search.fit(X, y)
-    edge = "smallest" if search.s_ == 2.0 else "largest"
-    assert any(
-        f"the chosen s={search.s_:.4g} is the {edge} value" in str(w.message)
-        for w in caught
-    )
+    assert clf.estimator_.s == clf.s_ and not clf.estimator_.warm_start
+    # Past the first point, so the walk has more than one step to get right.
+    assert clf.s_ > ss[0]

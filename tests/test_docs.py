@@ -23,7 +23,9 @@ PAGES = sorted(DOCS.glob("*.rst"))
 def test_api_page_lists_every_public_name():
     api = (DOCS / "api.rst").read_text()
     listed = set(re.findall(r"^   (\w+)$", api, flags=re.MULTILINE))
-    listed |= set(re.findall(r"^\.\. autodata:: (\w+)$", api, flags=re.MULTILINE))
+    listed |= set(
+        re.findall(r"^\.\. auto(?:data|exception):: (\w+)$", api, flags=re.MULTILINE)
+    )
     assert listed == set(sklmargin.__all__)
 
 

@@ -28,6 +28,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
+from .._utils.grid_edges import grid_edges
 from .datasets import Dataset
 from .models import ModelSpec, build_pipeline, grid_size
 from .progress import Progress
@@ -196,26 +197,25 @@ def edge_notes(
 ) -> list:
     """Flag best values on the edge of their grid, and say how to widen it.
 
-    The optimum may lie outside the grid. The note suggests a ``--grid`` value
-    of the same size shifted one step past the edge (geometric steps for
-    positive grids), so that the comparison stays fair.
+    The optimum may lie outside the grid. The rule is
+    :func:`sklmargin._utils.grid_edges.grid_edges`, shared with the CV
+    estimators' :class:`~sklmargin.GridEdgeWarning`. The note suggests a
+    ``--grid`` value of the same size shifted one step past the edge
+    (geometric steps for positive grids), so that the comparison stays fair.
     """
-    edges, hints = [], []
-    for key, values in grid.items():
-        ordered = sorted(values)
-        if len(ordered) < 2 or best[key] not in (ordered[0], ordered[-1]):
-            continue
-        if best[key] == ordered[0] == 0:
-            continue  # zero (no margin) is the end of the domain, not of the grid
-        edges.append(f"{key}={best[key]:g} in [{ordered[0]:g}, {ordered[-1]:g}]")
-        shifted = _shifted_grid(ordered, upward=best[key] == ordered[-1])
-        values_text = ",".join(map(_grid_text, shifted)) if shifted else "VALUES"
-        hints.append(f"--grid '{model}.{key}={values_text}'")
+    edges = grid_edges(best, grid)
     if not edges:
         return []
+    where = ", ".join(f"{e.key}={e.value:g} in [{e.low:g}, {e.high:g}]" for e in edges)
+    hints = " ".join(
+        f"--grid '{model}.{e.key}="
+        + (",".join(map(_grid_text, e.widened)) if e.widened else "VALUES")
+        + "'"
+        for e in edges
+    )
     return [
-        f"tuning: best on the grid's edge: {', '.join(edges)}; the optimum may lie "
-        f"outside: widen or shift the grid with {' '.join(hints)}"
+        f"tuning: best on the grid's edge: {where}; the optimum may lie "
+        f"outside: widen or shift the grid with {hints}"
     ]
 
 
@@ -224,30 +224,6 @@ def _grid_text(value: Any) -> str:
     if isinstance(value, int) or abs(value) >= 1000:
         return f"{value:.0f}"
     return f"{value:.3g}" if "e" not in f"{value:.3g}" else f"{value:.6f}".rstrip("0")
-
-
-def _shifted_grid(ordered: Sequence[Any], upward: bool) -> list | None:
-    """Return the grid moved one step past its edge, or None if no step is safe.
-
-    A grid of positive values moves by its ratio (0.25, 1, 4 -> 1, 4, 16);
-    others by their difference, unless that crosses zero downwards (m=0 is
-    usually the end of a margin's domain). Integer grids stay integers.
-    """
-    if upward:
-        step_from, step_to = ordered[-2], ordered[-1]
-    else:
-        step_from, step_to = ordered[1], ordered[0]
-    if all(v > 0 for v in ordered):
-        new = step_to * step_to / step_from
-    else:
-        new = step_to + (step_to - step_from)
-        if not upward and new < 0 <= ordered[0]:
-            return None
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in ordered):
-        new = int(round(new))
-        if new in ordered:
-            return None
-    return [*ordered[1:], new] if upward else [new, *ordered[:-1]]
 
 
 def wilson_interval(correct: int, total: int, z: float = _Z95) -> tuple[float, float]:

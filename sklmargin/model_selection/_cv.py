@@ -67,8 +67,9 @@ _RUN_PARAMS_DOC = """
         Parallel jobs over (fold, grid row) pairs (joblib); results do not
         depend on it.
     refit : bool, default=True
-        Refit on all the data at the best mean score (along the warm path up
-        to the chosen ``s``). If False, as in ``LogisticRegressionCV``: each
+        Refit on all the data at the best mean score (the linear estimator
+        along the same warm path up to the chosen ``s``, the kernel estimator
+        cold at the chosen point). If False, as in ``LogisticRegressionCV``: each
         fold's own best model is kept, predictions average their logits, and
         ``s_``/``m_`` are the averages of the folds' best values.
     random_state : int, RandomState instance or None, default=None

@@ -1,0 +1,120 @@
+"""The grid-edge rule (shared with ``compare --tune``) and the CV warning."""
+
+import warnings
+
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+
+import sklmargin
+from sklmargin import (
+    GridEdgeWarning,
+    KernelMarginSoftmaxClassifierCV,
+    MarginSoftmaxClassifierCV,
+)
+from sklmargin._utils.grid_edges import grid_edges, shifted_grid
+
+
+def test_rule_flags_both_edges_and_proposes_a_shifted_grid():
+    grid = {"s": [10.0, 20.0, 40.0], "m": [0.05, 0.1, 0.2]}
+    assert grid_edges({"s": 20.0, "m": 0.1}, grid) == []
+    (up,) = grid_edges({"s": 40.0, "m": 0.1}, grid)
+    assert (up.key, up.upward, up.widened) == ("s", True, [20.0, 40.0, 80.0])
+    (down,) = grid_edges({"s": 20.0, "m": 0.05}, grid)
+    assert (down.key, down.upward) == ("m", False)
+    assert down.widened == pytest.approx([0.025, 0.05, 0.1])
+
+
+def test_rule_skips_hard_bounds_and_single_values():
+    # m = 0 is the end of a margin's domain; a one-value axis has no edge.
+    assert grid_edges({"m": 0.0, "s": 30.0}, {"m": [0.0, 0.1], "s": [30.0]}) == []
+
+    def at_most_one(m):
+        return 0.0 <= m <= 1.0
+
+    # m = 1 is the top of AM-Softmax's domain: nothing lies beyond it.
+    grid = {"m": [0.5, 1.0]}
+    assert grid_edges({"m": 1.0}, grid, valid={"m": at_most_one}) == []
+    # Without the domain, the same choice is an edge.
+    assert [e.key for e in grid_edges({"m": 1.0}, grid)] == ["m"]
+    # Inside the domain, the edge is flagged although one full step out is not.
+    assert [
+        e.key for e in grid_edges({"m": 0.9}, {"m": [0.3, 0.9]}, {"m": at_most_one})
+    ]
+
+
+def test_shifted_grid_refuses_to_cross_zero():
+    assert shifted_grid([0.0, 0.1], upward=False) is None
+    assert shifted_grid([-1.0, 0.0, 1.0], upward=False) == [-2.0, -1.0, 0.0]
+    assert shifted_grid([15, 31, 63], upward=True) == [31, 63, 128]
+
+
+def test_warning_class_is_public():
+    assert issubclass(sklmargin.GridEdgeWarning, UserWarning)
+    assert "GridEdgeWarning" in sklmargin.__all__
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(
+        n_samples=240,
+        n_features=8,
+        n_informative=6,
+        n_classes=3,
+        flip_y=0.2,
+        random_state=0,
+    )
+    return StandardScaler().fit_transform(X), y
+
+
+def _edge_messages(estimator, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    return [str(w.message) for w in caught if w.category is GridEdgeWarning]
+
+
+def test_cv_warns_at_the_top_of_its_s_path_and_names_ss(data):
+    X, y = data
+    # A path far below any useful scale: the largest s wins.
+    clf = MarginSoftmaxClassifierCV(ss=[0.05, 0.1, 0.2], cv=3)
+    (message,) = _edge_messages(clf, X, y)
+    assert clf.s_ == 0.2
+    assert "s=0.2, the largest value of its s path [0.05, 0.2]" in message
+    assert "ss=[0.1, 0.2, 0.4]" in message
+
+
+def test_cv_is_silent_inside_its_path(data):
+    X, y = data
+    clf = MarginSoftmaxClassifierCV(ss=[0.05, 8.0, 1e4], cv=3)
+    assert _edge_messages(clf, X, y) == []
+    assert clf.s_ == 8.0
+
+
+def test_cv_names_Cs_for_penalised_losses(data):
+    X, y = data
+    clf = MarginSoftmaxClassifierCV(loss="softmax", Cs=[1e-6, 2e-6], cv=3)
+    (message,) = _edge_messages(clf, X, y)
+    assert f"chose C={clf.C_:.4g}, the " in message and "Cs=[" in message
+
+
+def test_cv_does_not_warn_at_zero_margin(data):
+    X, y = data
+    clf = MarginSoftmaxClassifierCV(ss=[0.05, 8.0, 1e4], ms=[0.0, 0.9], cv=3)
+    messages = _edge_messages(clf, X, y)
+    assert clf.m_ == 0.0
+    assert not any("m=0" in m for m in messages)
+
+
+def test_kernel_cv_warns_about_gamma_and_names_gammas(data):
+    X, y = data
+    # Widths far too narrow: every row is its own island, the widest wins.
+    clf = KernelMarginSoftmaxClassifierCV(
+        gammas=[1e3, 1e4], ss=[20.0], n_components=60, cv=3, random_state=0
+    )
+    messages = _edge_messages(clf, X, y)
+    assert clf.gamma_ == 1e3
+    assert any(
+        "gamma=1000, the smallest value of its gamma grid" in m and "gammas=[" in m
+        for m in messages
+    ), messages
