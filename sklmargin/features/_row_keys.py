@@ -105,6 +105,7 @@ def stable_row_keys(X: np.ndarray) -> np.ndarray:
     -------
     keys : ndarray of shape (n_samples,) and dtype uint64
     """
+    X = np.asarray(X)  # (a Dask array under array API dispatch: its values)
     n_rows, n_features = X.shape
     directions = _directions(n_features)
     along = np.zeros((n_rows, _N_DIRECTIONS))
