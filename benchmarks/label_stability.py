@@ -25,7 +25,9 @@ centres from ``random_state``: a fixed seed, or every fit draws others), ``lr`` 
 kernel model's three fits on one feature map (the base fit's), which separates
 the solver's share of the changes from the centres'. ``--polish F`` sets how far
 below ``tol`` L-BFGS goes on (``sklmargin.solver._lbfgs._POLISH``; 1 stops at
-``tol``, as before the polish). ``--keys`` prints instead,
+``tol``, the default); ``--memory N`` the curvature pairs L-BFGS keeps for the
+normalised-prototype losses (``_MEMORY``; scipy's default 10 is the default).
+``--keys`` prints instead,
 for grids of 1/32 (the package's) and 1/256, the share of the distinct
 training rows whose stable key (``sklmargin.features._row_keys``) the 2-ulp
 perturbation changes, and the share of rows that share their key with another
@@ -157,6 +159,7 @@ def main(argv=None):
     parser.add_argument("--tol", type=float, default=None)
     parser.add_argument("--fixed-map", action="store_true")
     parser.add_argument("--polish", type=float, default=None)
+    parser.add_argument("--memory", type=int, default=None)
     parser.add_argument("--keys", action="store_true")
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args(argv)
@@ -169,6 +172,10 @@ def main(argv=None):
         from sklmargin.solver import _lbfgs
 
         _lbfgs._POLISH = args.polish
+    if args.memory is not None:
+        from sklmargin.solver import _lbfgs
+
+        _lbfgs._MEMORY = args.memory
     header = (
         "| data | model | acc % | 2-ulp changed % | permuted changed % "
         "| fit CPU s | wall s | iter |"
