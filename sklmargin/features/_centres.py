@@ -4,12 +4,18 @@ Nyström approximates :math:`k(x, x') = \exp(-\gamma \lVert x - x' \rVert^2)` th
 its values on a few centres :math:`c_1, \dots, c_M`; which centres are taken decides
 how good the approximation is at a given width :math:`M`. Every selector here works
 on the *distinct* rows of the training data, each carrying the total sample weight
-of its copies, in the order of a 128-bit hash of their content
+of its copies, in the order of a hash of their content
 (:func:`distinct_weighted_rows`): an integer sample weight is then exactly
 equivalent to repeating a row, and the result does not depend on the order of the
-rows. Because the order and the weights come from the rows' hashes, a chunked
-(Dask) fit reproduces the in-memory choice from per-chunk ``(hash, weight)``
-pairs and fetches only the rows chosen (:func:`choose_centres`).
+rows. The order follows a key that round-off of a row rarely changes (the row's
+direction and norm on a coarse grid, :func:`stable_row_keys`), and the uniform
+draw gives each row its own random number from that key: a 2-ulp change of
+the data then leaves the centres as they were but for about one row in 25,000
+(a draw in the order of a hash of the rows' bytes would draw other centres).
+Because the order, the draws and the weights come from the rows' hashes, a
+chunked (Dask) fit reproduces the in-memory choice from per-chunk ``(hash,
+weight)`` pairs and fetches only the rows chosen (:func:`choose_centres`), and
+an array API fit makes it on a host copy.
 
 Selectors (all weight-proportional):
 
@@ -37,6 +43,14 @@ from scipy.linalg import solve_triangular
 from sklearn.utils import gen_batches
 
 from .._utils.blocks import rows_per_block
+from ._row_keys import (
+    HASH_DTYPE,
+    distinct_row_hashes,
+    distinct_weighted_rows,
+    mix64,
+    row_hashes,
+    stable_row_keys,
+)
 
 __all__ = [
     "CENTRE_SELECTORS",
@@ -50,125 +64,13 @@ __all__ = [
     "row_hashes",
     "rpcholesky_centres",
     "select_centres",
+    "stable_row_keys",
     "uniform_centres",
     "uniform_indices",
 ]
 
 # Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.
 _LLOYD_STEPS = 5
-
-
-#: A row's hash: an *order* lane hashing the row rounded to float32, then two
-#: lanes hashing its exact float64 value; np.unique and np.searchsorted compare
-#: them field by field. Sorting by the rounded row first gives a float32 fit
-#: and a float64 fit of the same data one order, hence the same centres (as
-#: random Fourier features draw the same frequencies in both).
-HASH_DTYPE = np.dtype([("order", np.uint64), ("high", np.uint64), ("low", np.uint64)])
-# Lane seeds (hex digits of pi) and splitmix64's constants (Steele, Lea & Flood,
-# "Fast splittable pseudorandom number generators", OOPSLA 2014).
-_HASH_SEEDS = tuple(
-    np.uint64(seed)
-    for seed in (0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0)
-)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
-
-
-def _mix64(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a bijection of uint64 in which every bit avalanches."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * _MIX[0]
-    h = h ^ (h >> np.uint64(27))
-    h = h * _MIX[1]
-    return h ^ (h >> np.uint64(31))
-
-
-def row_hashes(X: np.ndarray) -> np.ndarray:
-    """Return a hash of the content of every row of ``X``.
-
-    Chains of splitmix64 finalisers over the row's words, vectorised over the
-    rows (one pass per column): one lane over the row rounded to float32 (the
-    sort key), two over its exact float64 value (the identity). Rows equal as
-    numbers (``-0.0`` and ``0.0`` included, float32 or float64) have equal
-    hashes; two distinct rows collide with probability about :math:`2^{-128}`
-    per pair, so the hash serves as the row's identity, also across the chunks
-    of a Dask array.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        float32 or float64.
-
-    Returns
-    -------
-    hashes : ndarray of shape (n_samples,) and dtype :data:`HASH_DTYPE`
-    """
-    n_rows, n_features = X.shape
-    order, high, low = (np.full(n_rows, seed) for seed in _HASH_SEEDS)
-    with np.errstate(over="ignore"):  # beyond float32: the sort key is inf
-        for j in range(n_features):
-            # + 0.0 turns -0.0 into 0.0: np.unique counts them as one row.
-            column = X[:, j].astype(np.float64) + 0.0
-            rounded = column.astype(np.float32) + np.float32(0.0)
-            order = _mix64(order ^ rounded.view(np.uint32).astype(np.uint64))
-            exact = column.view(np.uint64)
-            high = _mix64(high ^ exact)
-            low = _mix64(low + exact * _GOLDEN)
-    hashes = np.empty(n_rows, dtype=HASH_DTYPE)
-    hashes["order"], hashes["high"], hashes["low"] = order, high, low
-    return hashes
-
-
-def distinct_row_hashes(X: np.ndarray, sample_weight: np.ndarray):
-    """Hashes, total weights and a first index of the distinct positive-weight rows.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Dense data.
-    sample_weight : ndarray of shape (n_samples,)
-        Non-negative weights.
-
-    Returns
-    -------
-    hashes : ndarray of shape (n_distinct,) and dtype :data:`HASH_DTYPE`
-        Sorted: the canonical order of the distinct rows.
-    weights : ndarray of shape (n_distinct,)
-        float64 sum of the sample weights of each distinct row's copies.
-    index : ndarray of shape (n_distinct,)
-        The row of ``X`` holding the first copy of each.
-    """
-    positive = np.flatnonzero(sample_weight > 0)
-    hashes, first, inverse = np.unique(
-        row_hashes(X[positive]), return_index=True, return_inverse=True
-    )
-    weights = np.bincount(
-        inverse.ravel(), weights=sample_weight[positive], minlength=hashes.shape[0]
-    )
-    return hashes, weights, positive[first]
-
-
-def distinct_weighted_rows(X: np.ndarray, sample_weight: np.ndarray):
-    """Return the distinct positive-weight rows of ``X`` and their total weights.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Dense data.
-    sample_weight : ndarray of shape (n_samples,)
-        Non-negative weights with a positive sum.
-
-    Returns
-    -------
-    rows : ndarray of shape (n_distinct, n_features)
-        The distinct rows among those with positive weight, in the order of
-        their hashes (:func:`row_hashes`), so independent of the order of ``X``
-        and computable chunk by chunk.
-    weights : ndarray of shape (n_distinct,)
-        float64 sum of the sample weights of each distinct row's copies.
-    """
-    _, weights, index = distinct_row_hashes(X, sample_weight)
-    return X[index], weights
 
 
 def rbf_kernel_block(
@@ -256,15 +158,25 @@ def scaled_squared_distances(A, B, gamma, out=None):
     return D
 
 
-def uniform_indices(weights, n_centres, rng):
+def uniform_indices(weights, n_centres, rng, keys=None):
     r"""Draw the sorted indices of ``n_centres`` rows, ∝ weight, without replacement.
 
     Successive weighted sampling by exponential races (Efraimidis & Spirakis
     2006): row :math:`i` gets the key :math:`E_i / w_i` with
     :math:`E_i \sim \mathrm{Exp}(1)`; the ``n_centres`` smallest keys win. This is
     the same law as drawing one row at a time with probability ∝ weight among
-    those not yet drawn, in one vectorised pass. It needs the weights only, so
-    a chunked fit draws the same indices from gathered weights.
+    those not yet drawn, in one vectorised pass.
+
+    :math:`E_i` is a function of the row's own stable key
+    (:func:`stable_row_keys`) and of one 63-bit salt drawn from ``rng``:
+    :math:`E_i = -\log U_i` with :math:`U_i` the 53 high bits of
+    ``splitmix64(key_i ^ salt)``. A row's draw then does not depend on the
+    other rows, nor on its position: a row whose key round-off changed (about
+    one in 25,000) is drawn afresh and every other row keeps its draw, so the
+    centres move by at most that row. (Exponentials drawn in the order of the
+    rows would move every row after it.) It needs the weights and keys only,
+    so a chunked fit draws the same indices from gathered ``(hash, weight)``
+    pairs.
 
     Parameters
     ----------
@@ -273,20 +185,31 @@ def uniform_indices(weights, n_centres, rng):
     n_centres : int
         Number of rows to draw, ``< n_distinct``.
     rng : numpy.random.RandomState
-        Source of randomness.
+        Source of the salt.
+    keys : ndarray of shape (n_distinct,) and dtype uint64, default=None
+        The rows' stable keys; None numbers the rows ``0, 1, ...`` instead
+        (a draw that depends on the order of the rows).
 
     Returns
     -------
     indices : ndarray of shape (n_centres,)
     """
-    keys = rng.standard_exponential(weights.shape[0]) / weights
-    return np.sort(np.argpartition(keys, n_centres - 1)[:n_centres])
+    if keys is None:
+        keys = np.arange(weights.shape[0], dtype=np.uint64)
+    salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
+    bits = mix64(np.asarray(keys, dtype=np.uint64) ^ salt) >> np.uint64(11)
+    uniform = (bits.astype(np.float64) + 0.5) * 2.0**-53
+    race = -np.log(uniform) / weights
+    # Ties (distinct rows sharing a key and weight) go to the first in the
+    # canonical order: a stable sort, not argpartition's arbitrary pick.
+    return np.sort(np.argsort(race, kind="stable")[:n_centres])
 
 
 def uniform_centres(rows, weights, n_centres, gamma, rng):
     r"""Draw ``n_centres`` rows without replacement, with probability ∝ weight.
 
-    The rows at :func:`uniform_indices`.
+    The rows at :func:`uniform_indices`, each row's draw seeded by its stable
+    key (:func:`stable_row_keys`).
 
     Parameters
     ----------
@@ -305,7 +228,7 @@ def uniform_centres(rows, weights, n_centres, gamma, rng):
     -------
     centres : ndarray of shape (n_centres, n_features)
     """
-    return rows[uniform_indices(weights, n_centres, rng)]
+    return rows[uniform_indices(weights, n_centres, rng, stable_row_keys(rows))]
 
 
 def _kmeans_plusplus_indices(rows, weights, n_centres, rng):
@@ -511,7 +434,9 @@ CENTRE_SELECTORS: dict[str, Callable] = {
 }
 
 
-def choose_centres(weights, rows_at, n_centres, gamma, method, rng, max_rows=None):
+def choose_centres(
+    hashes, weights, rows_at, n_centres, gamma, method, rng, max_rows=None
+):
     """Choose the centres from the weights of the distinct rows and a row fetcher.
 
     The one place that decides which centres a fit takes, in memory or over
@@ -524,6 +449,8 @@ def choose_centres(weights, rows_at, n_centres, gamma, method, rng, max_rows=Non
 
     Parameters
     ----------
+    hashes : ndarray of shape (n_distinct,) and dtype :data:`HASH_DTYPE`
+        The distinct rows' hashes, sorted (the canonical order).
     weights : ndarray of shape (n_distinct,)
         Total weights of the distinct rows, in canonical (hash) order.
     rows_at : callable
@@ -550,11 +477,14 @@ def choose_centres(weights, rows_at, n_centres, gamma, method, rng, max_rows=Non
     if n_distinct <= n_centres:
         return rows_at(np.arange(n_distinct)), False
     if selector is uniform_centres:
-        return rows_at(uniform_indices(weights, n_centres, rng)), False
+        indices = uniform_indices(weights, n_centres, rng, hashes["order"])
+        return rows_at(indices), False
     if max_rows is None or n_distinct <= max_rows:
         rows = rows_at(np.arange(n_distinct))
         return selector(rows, weights, n_centres, gamma, rng), False
-    pool = uniform_indices(np.ones(n_distinct), max(max_rows, n_centres + 1), rng)
+    pool = uniform_indices(
+        np.ones(n_distinct), max(max_rows, n_centres + 1), rng, hashes["order"]
+    )
     return selector(rows_at(pool), weights[pool], n_centres, gamma, rng), True
 
 
@@ -582,8 +512,8 @@ def select_centres(X, sample_weight, n_centres, gamma, method, rng):
         In the dtype of ``X``; all distinct positive-weight rows when there are at
         most ``n_centres`` of them.
     """
-    _, weights, index = distinct_row_hashes(X, sample_weight)
+    hashes, weights, index = distinct_row_hashes(X, sample_weight)
     centres, _ = choose_centres(
-        weights, lambda chosen: X[index[chosen]], n_centres, gamma, method, rng
+        hashes, weights, lambda chosen: X[index[chosen]], n_centres, gamma, method, rng
     )
     return centres

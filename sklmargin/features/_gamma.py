@@ -26,6 +26,20 @@ def gamma_from_variance(variance: float, n_features: int) -> float:
     return 1.0 / (n_features * variance) if variance > 0 else 1.0
 
 
+def round_off_floor(variance: float, mean: float) -> float:
+    r"""Return ``variance``, or 0.0 where it is round-off of constant data.
+
+    Constant data leave only the round-off of the weighted mean (1e-33 for 0.3
+    under random weights: ``gamma`` would be 1e32): below a few ulps of
+    :math:`E[x^2] = \operatorname{Var} + \mu^2` the data are constant. Every
+    place that computes the variance (in memory, over Dask chunks, on a
+    device) applies this one rule, so that they resolve the same ``gamma``.
+    """
+    if variance <= 16 * np.finfo(np.float64).eps * (variance + mean**2):
+        return 0.0
+    return variance
+
+
 def scale_gamma(X, sample_weight=None) -> float:
     """Return ``gamma="scale"`` of ``X`` under ``sample_weight`` (None: unit).
 
@@ -91,9 +105,5 @@ def weighted_variance(X, sample_weight: np.ndarray) -> float:
         centred = X[rows].astype(np.float64) - mean
         row_squares[rows] = np.einsum("ij,ij->i", centred, centred)
     variance = float(sw @ row_squares) / total_weight
-    # Constant data leave the round-off of the weighted mean (1e-33 for 0.3
-    # under random weights: gamma_ would be 1e32); below a few ulps of E[x^2]
-    # the data are constant, as the sparse branch decides.
-    if variance <= 16 * np.finfo(np.float64).eps * (variance + mean**2):
-        variance = 0.0
-    return variance
+    # Constant data: as the sparse branch decides.
+    return round_off_floor(variance, mean)

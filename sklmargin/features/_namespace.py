@@ -39,7 +39,7 @@ from .._utils.array_api import (
 )
 from .._utils.compat import array_api_compat
 from ._centres import rbf_kernel_block
-from ._gamma import gamma_from_variance
+from ._gamma import gamma_from_variance, round_off_floor
 
 
 def weighted_variance(X, sample_weight, xp):
@@ -80,9 +80,7 @@ def weighted_variance(X, sample_weight, xp):
     variance = float(xp.sum(sw * row_squares.result())) / total_weight
     # As the NumPy variance: constant data leave only the weighted mean's
     # round-off, which is no variance (gamma_ would be up to 1e33).
-    if variance <= 16 * np.finfo(np.float64).eps * (variance + mean**2):
-        variance = 0.0
-    return variance
+    return round_off_floor(variance, mean)
 
 
 def _move_fitted_arrays(feature_map, xp, device):

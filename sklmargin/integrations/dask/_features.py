@@ -7,7 +7,7 @@ from the data is reduced over the chunks:
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
   two passes (the mean, then centred squares) as
   :func:`sklmargin.features._gamma.weighted_variance` does in memory, so integer
-  weights still equal repeated rows.
+  weights still equal repeated rows, with its floor for constant data.
 * random Fourier features: nothing else; their frequencies depend only on the
   width, ``d`` and ``random_state``, so the map equals the in-memory one.
 * Nystroem: the centres the in-memory fit would choose. The selectors draw
@@ -35,7 +35,7 @@ from sklearn.utils import check_random_state
 
 from ...features._centres import choose_centres, distinct_row_hashes
 from ...features._fourier import RandomFourierFeatures
-from ...features._gamma import gamma_from_variance
+from ...features._gamma import gamma_from_variance, round_off_floor
 from ...features._nystroem import NystroemFeatures
 from ._cluster import share
 
@@ -87,7 +87,10 @@ def _gamma(estimator, source, sw_total):
             for x, e in zip(source.x_blocks, source.encoded, strict=True)
         ]
     )
-    return gamma_from_variance(float(np.sum(squares)) / (sw_total * d), d)
+    # The in-memory rule for constant data (their variance is the round-off
+    # of the weighted mean), or gamma would be 1e28 where memory gives 1.0.
+    variance = round_off_floor(float(np.sum(squares)) / (sw_total * d), mean)
+    return gamma_from_variance(variance, d)
 
 
 def _distinct_row_weights(source):
@@ -133,6 +136,7 @@ def _nystroem_map(estimator, source, gamma):
     # The in-memory fit's generator, consumed as NystroemFeatures.fit does.
     rng = check_random_state(estimator.random_state)
     centres, sampled = choose_centres(
+        hashes,
         weights,
         lambda chosen: _fetch_rows(source, hashes[chosen]),
         int(estimator.n_components),

@@ -1,0 +1,222 @@
+"""Row hashes: the identity and the canonical order of the distinct rows.
+
+The Nyström centre selectors (:mod:`sklmargin.features._centres`) work on the
+distinct rows of the training data, each with the total weight of its copies,
+in the order of a hash of their content. The hash has a *stable* lane, a key
+that float32 round-off of a row rarely changes (:func:`stable_row_keys`), which
+orders the rows and seeds each row's random draw, and two exact lanes that
+identify the row. Everything is computed row by row in a fixed order, so equal
+rows get equal hashes in memory, in every chunk of a Dask array and on a host
+copy of device data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "HASH_DTYPE",
+    "distinct_row_hashes",
+    "distinct_weighted_rows",
+    "mix64",
+    "row_hashes",
+    "stable_row_keys",
+]
+
+
+#: A row's hash: a *stable* lane (:func:`stable_row_keys`: the row's direction
+#: and length on a coarse grid, so that round-off of the row rarely changes it),
+#: then two lanes hashing its exact float64 value (the identity); np.unique and
+#: np.searchsorted compare them field by field, so the canonical order of the
+#: distinct rows follows the stable lane.
+HASH_DTYPE = np.dtype([("order", np.uint64), ("high", np.uint64), ("low", np.uint64)])
+# Lane seeds (hex digits of pi) and splitmix64's constants (Steele, Lea & Flood,
+# "Fast splittable pseudorandom number generators", OOPSLA 2014).
+_HASH_SEEDS = tuple(
+    np.uint64(seed)
+    for seed in (0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0)
+)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+# The stable lane: the unit row's coordinates along _N_DIRECTIONS fixed random
+# directions and log2 of the row's norm, each on a grid of 2**-_GRID_BITS.
+# A perturbation of relative size delta moves a coordinate across a grid line
+# with probability about delta * 2**_GRID_BITS * |coordinate| (coordinates are
+# ~N(0, 1)): for a 2-ulp float32 change (delta = 2.4e-7) about 1e-5 per
+# coordinate, 4e-5 per row; two distinct rows share the lane only if they
+# agree to 1/32 in all four numbers. A finer grid trades stability for fewer
+# shared keys: benchmarks/results_label_stability.md gives both rates on
+# satimage, usps and letter for grids of 1/32 and 1/256.
+_N_DIRECTIONS = 3
+_GRID_BITS = 5
+_DIRECTION_SEED = 0x5EED_C0DE
+
+
+def mix64(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijection of uint64 in which every bit avalanches."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * _MIX[0]
+    h = h ^ (h >> np.uint64(27))
+    h = h * _MIX[1]
+    return h ^ (h >> np.uint64(31))
+
+
+def _directions(n_features):
+    """Return the fixed random directions of the stable lane (seeded by ``d``)."""
+    rng = np.random.default_rng([_DIRECTION_SEED, n_features])
+    return rng.standard_normal((n_features, _N_DIRECTIONS))
+
+
+def _grid(values: np.ndarray) -> np.ndarray:
+    """``floor(values * 2**_GRID_BITS)`` as uint64 bits (two's complement)."""
+    cells = np.floor(values * 2.0**_GRID_BITS)
+    return cells.astype(np.int64).view(np.uint64)
+
+
+def stable_row_keys(X: np.ndarray) -> np.ndarray:
+    r"""Return a hash of every row that float32 round-off of the row rarely changes.
+
+    The row ``x``, rounded to float32, is reduced to the coordinates
+    :math:`u_k = \langle x, r_k \rangle / \lVert x \rVert` of its direction along
+    three fixed Gaussian directions :math:`r_k` (seeded by ``d`` only) and to
+    :math:`\log_2 \lVert x \rVert`; each is put on a grid of step
+    :math:`2^{-5}` and the four cells are hashed. A perturbation of relative size
+    :math:`\delta` changes the key only when it moves one of the four across a
+    grid line, with probability about :math:`\delta\, 2^{5}` times the
+    coordinate's size: about :math:`4 \cdot 10^{-5}` per row for a 2-ulp
+    float32 change.
+    Hashing the row's bytes instead changes every key under any perturbation.
+
+    The key depends on the row alone and is computed one column at a time in a
+    fixed order (no BLAS): equal rows get equal keys in memory, in every chunk
+    of a Dask array and on a host copy of device data; a float64 row and its
+    float32 rounding get the same key. Distinct rows may share a key (they then
+    agree to :math:`2^{-5}` in the four numbers); the exact lanes of
+    :func:`row_hashes` tell them apart. Rows beyond float32's range hash their
+    exact float64 value instead.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        float32 or float64.
+
+    Returns
+    -------
+    keys : ndarray of shape (n_samples,) and dtype uint64
+    """
+    X = np.asarray(X)  # (a Dask array under array API dispatch: its values)
+    n_rows, n_features = X.shape
+    directions = _directions(n_features)
+    along = np.zeros((n_rows, _N_DIRECTIONS))
+    squares = np.zeros(n_rows)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(n_features):
+            column = X[:, j].astype(np.float32).astype(np.float64)
+            along += column[:, None] * directions[j]
+            squares += column * column
+        norms = np.sqrt(squares)
+        finite = np.isfinite(norms)
+        positive = finite & (norms > 0)
+        unit = np.zeros_like(along)
+        unit[positive] = along[positive] / norms[positive, None]
+        log_norm = np.full(n_rows, -(2.0**20))  # the zero row's own cell
+        log_norm[positive] = np.log2(norms[positive])
+    key = np.full(n_rows, _HASH_SEEDS[0])
+    for k in range(_N_DIRECTIONS):
+        key = mix64(key ^ _grid(unit[:, k]))
+    key = mix64(key ^ _grid(log_norm))
+    if not np.all(finite):  # beyond float32: the exact value decides
+        key[~finite] = _exact_lanes(X[~finite])[0]
+    return key
+
+
+def _exact_lanes(X):
+    """Two 64-bit hashes of the exact float64 value of every row."""
+    n_rows, n_features = X.shape
+    high, low = (np.full(n_rows, seed) for seed in _HASH_SEEDS[1:])
+    for j in range(n_features):
+        # + 0.0 turns -0.0 into 0.0: np.unique counts them as one row.
+        exact = (X[:, j].astype(np.float64) + 0.0).view(np.uint64)
+        high = mix64(high ^ exact)
+        low = mix64(low + exact * _GOLDEN)
+    return high, low
+
+
+def row_hashes(X: np.ndarray) -> np.ndarray:
+    """Return a hash of the content of every row of ``X``.
+
+    Three 64-bit lanes: the stable key of :func:`stable_row_keys` (the sort key:
+    the canonical order of the distinct rows follows it, so that round-off of
+    the rows hardly moves them) and two chains of splitmix64 finalisers over
+    the row's exact float64 words (the identity). Rows equal as numbers
+    (``-0.0`` and ``0.0`` included, float32 or float64) have equal hashes; two
+    distinct rows collide with probability about :math:`2^{-128}` per pair, so
+    the hash serves as the row's identity, also across the chunks of a Dask
+    array.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        float32 or float64.
+
+    Returns
+    -------
+    hashes : ndarray of shape (n_samples,) and dtype :data:`HASH_DTYPE`
+    """
+    hashes = np.empty(X.shape[0], dtype=HASH_DTYPE)
+    hashes["order"] = stable_row_keys(X)
+    hashes["high"], hashes["low"] = _exact_lanes(X)
+    return hashes
+
+
+def distinct_row_hashes(X: np.ndarray, sample_weight: np.ndarray):
+    """Hashes, total weights and a first index of the distinct positive-weight rows.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense data.
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights.
+
+    Returns
+    -------
+    hashes : ndarray of shape (n_distinct,) and dtype :data:`HASH_DTYPE`
+        Sorted: the canonical order of the distinct rows.
+    weights : ndarray of shape (n_distinct,)
+        float64 sum of the sample weights of each distinct row's copies.
+    index : ndarray of shape (n_distinct,)
+        The row of ``X`` holding the first copy of each.
+    """
+    positive = np.flatnonzero(sample_weight > 0)
+    hashes, first, inverse = np.unique(
+        row_hashes(X[positive]), return_index=True, return_inverse=True
+    )
+    weights = np.bincount(
+        inverse.ravel(), weights=sample_weight[positive], minlength=hashes.shape[0]
+    )
+    return hashes, weights, positive[first]
+
+
+def distinct_weighted_rows(X: np.ndarray, sample_weight: np.ndarray):
+    """Return the distinct positive-weight rows of ``X`` and their total weights.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense data.
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights with a positive sum.
+
+    Returns
+    -------
+    rows : ndarray of shape (n_distinct, n_features)
+        The distinct rows among those with positive weight, in the order of
+        their hashes (:func:`row_hashes`), so independent of the order of ``X``
+        and computable chunk by chunk.
+    weights : ndarray of shape (n_distinct,)
+        float64 sum of the sample weights of each distinct row's copies.
+    """
+    _, weights, index = distinct_row_hashes(X, sample_weight)
+    return X[index], weights
