@@ -248,7 +248,11 @@ def test_kernel_cv_grid_over_gamma(iris):
         random_state=0,
     ).fit(X, y)
     assert clf.scores_.shape == (3, 2, 1, 2)
-    assert clf.gamma_ in (0.01, "scale")
+    # gamma_ is the float used: 0.01, or "scale" resolved on the (transformed)
+    # rows, as the grid records it.
+    searched = set(clf.cv_results_["param_gamma"])
+    assert len(searched) == 2 and 0.01 in searched
+    assert clf.gamma_ in searched and isinstance(clf.gamma_, float)
     assert list(clf.cv_results_["param_gamma"][:2]) == [0.01, 0.01]
     assert clf.score(X, y) > 0.9
 

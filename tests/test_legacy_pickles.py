@@ -73,7 +73,17 @@ def test_old_pickle_loads_and_predicts_identically(name):
 # for SV-Softmax (the support-vector rounds re-decide their masks: the default
 # fit is round-off sensitive on iris, issue 27). A change of the objective,
 # the start or the solver moves these models by far more.
-_REFIT_ATOL = {"linear_lsoftmax": 5e-3, "linear_svsoftmax": 0.2}
+# Round 4 changed three of these models on purpose: the Nyström centres are
+# drawn by a round-off-stable row key (issue 27: kernel_nystroem, kernel_cv,
+# measured 2.3e-4) and the linear CV refit walks the folds' warm path to the
+# chosen s (issue 28: linear_cv, measured 1.4e-2); labels stay compared.
+_REFIT_ATOL = {
+    "linear_lsoftmax": 5e-3,
+    "linear_svsoftmax": 0.2,
+    "kernel_nystroem": 1e-3,
+    "kernel_cv": 1e-3,
+    "linear_cv": 3e-2,
+}
 # Labels are compared on rows the saved model does not call a near tie (one
 # SV-Softmax row at 0.446 / 0.551 changes class under Sandybridge).
 _REFIT_MIN_GAP = {"linear_svsoftmax": 0.25}
@@ -81,7 +91,7 @@ _REFIT_MIN_GAP = {"linear_svsoftmax": 0.25}
 
 @pytest.mark.parametrize("name", NAMES)
 def test_refit_today_gives_the_model_saved_then(name):
-    """The move changed no algorithm: a refit is the flat layout's model."""
+    """A refit is the flat layout's model, where no later round changed it."""
     X, y = load_iris(return_X_y=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

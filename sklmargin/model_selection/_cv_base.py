@@ -457,10 +457,17 @@ class _BaseMarginSoftmaxCV(
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
         fit_kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
-        for value in steps or (None,):  # the last step is the chosen point
+        points = steps or (None,)
+        for i, value in enumerate(points):  # the last step is the chosen point
             if value is not None:
                 estimator.set_params(**{path_name: value})
-            estimator.fit(X, y, **fit_kwargs)
+            # The FeatureScaleWarning once, at the chosen point, not per step.
+            if i < len(points) - 1:
+                estimator._no_scale_check = True
+            try:
+                estimator.fit(X, y, **fit_kwargs)
+            finally:
+                estimator.__dict__.pop("_no_scale_check", None)
         return estimator.set_params(warm_start=False)
 
     def _cv_results(self, grid_points, scores, times, n_iter, scored):

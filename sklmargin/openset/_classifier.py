@@ -87,7 +87,13 @@ class OpenSetClassifier(
     estimator : estimator object
         A classifier with ``fit``, ``predict`` and ``score_samples`` (higher:
         more typical of the known classes), such as every sklmargin classifier,
-        or a :class:`~sklearn.pipeline.Pipeline` ending in one.
+        or a :class:`~sklearn.pipeline.Pipeline` ending in one. The open-set
+        measurements of this package used :class:`KernelMarginSoftmaxClassifier`
+        with ``metric=None``; its learned input metric (the default) rescales
+        the inputs to what separates the *known* classes and so changes which
+        rows look unfamiliar, in either direction (fewer unseen digits are
+        rejected in the example below): pass ``metric=None`` for the measured
+        behaviour.
     target_rejection : float, default=0.05
         Share of known rows to reject, in (0, 1).
     unknown_label : int, float or str, default=-1
@@ -144,13 +150,23 @@ class OpenSetClassifier(
     >>> X, y = load_digits(return_X_y=True)
     >>> X = X / 16.0
     >>> known = y < 6
-    >>> clf = OpenSetClassifier(
-    ...     KernelMarginSoftmaxClassifier(n_components=300, random_state=0)
-    ... ).fit(X[known][::2], y[known][::2])
+    >>> def fitted(metric):
+    ...     model = KernelMarginSoftmaxClassifier(
+    ...         n_components=300, metric=metric, random_state=0
+    ...     )
+    ...     return OpenSetClassifier(model).fit(X[known][::2], y[known][::2])
+    >>> clf = fitted(metric=None)
     >>> clf.classes_
     array([0, 1, 2, 3, 4, 5])
-    >>> unseen = clf.predict(X[~known])
-    >>> bool(np.mean(unseen == -1) > 0.5)
+    >>> rejected = float(np.mean(clf.predict(X[~known]) == -1))
+    >>> rejected > 0.7
+    True
+
+    With the kernel estimator's learned metric (its default) fewer of the
+    unseen digits are rejected (about 0.47 here, against about 0.82):
+
+    >>> with_metric = fitted(metric="diagonal").predict(X[~known])
+    >>> float(np.mean(with_metric == -1)) < rejected
     True
     """
 
