@@ -29,6 +29,7 @@ Usage::
 
     python benchmarks/kernel_targets.py --stage default
     python benchmarks/kernel_targets.py --stage cv
+    python benchmarks/kernel_targets.py --summary FILE  # tables of the JSON lines
 
 ``--data DIR`` points at a folder of ``NAME.npz`` files; sets not there are
 taken from the shipped ``benchmarks/data``, and usps (not shipped) is left out
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 
@@ -228,7 +230,81 @@ def cv_stage(name, split, max_samples, calibrated=True):
     return row
 
 
+def summary(path):
+    """Markdown tables of the cv stage and the issue's targets, from JSON lines.
+
+    The plain default's accuracy comes from ``--stage default`` rows in the
+    same file (the last row of each set wins).
+    """
+    cv, default = {}, {}
+    with open(path) as lines:
+        for line in lines:
+            row = json.loads(line)
+            (cv if row["stage"] == "cv" else default)[row["dataset"]] = row
+    print(
+        "| data set | CV ours % | tuned SVC % | diff | plain default % | CV - default "
+        "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s | SVC's C, gamma/scale |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    diffs, vs_default, ours_cpu, svc_cpu = [], [], [], []
+    for name, row in cv.items():
+        diff = row["ours_acc"] - row["tuned_svc_acc"]
+        diffs.append(diff)
+        ours_cpu.append(row["ours_fit_cpu"])
+        svc_cpu.append(row["tuned_svc_cpu"])
+        plain = default.get(name, {}).get("ours_acc")
+        if plain is not None:
+            vs_default.append((row["ours_acc"] - plain, name))
+        label = name
+        if row["svc_rows"] < row["n_train"]:
+            label += f" (SVC on {row['svc_rows']} rows)"
+        print(
+            f"| {label} | {row['ours_acc']:.2f} | {row['tuned_svc_acc']:.2f} "
+            f"| {diff:+.2f} | "
+            + (f"{plain:.2f} | {row['ours_acc'] - plain:+.2f}" if plain else "| ")
+            + f" | {row['ours_fit_cpu']:.1f} / {row['tuned_svc_cpu']:.1f} "
+            f"({row['ours_fit_cpu'] / row['tuned_svc_cpu']:.2f}) "
+            f"| {row['ours_gamma']:.4g}, {row['ours_s']:g} "
+            f"| {row['tuned_svc_C']:g}, {row['tuned_svc_gamma_factor']:g} |"
+        )
+    ratios = np.array(ours_cpu) / np.array(svc_cpu)
+    print(
+        f"\nMean difference to tuned SVC {np.mean(diffs):+.2f} points over "
+        f"{len(diffs)} sets; CPU total {sum(ours_cpu):.1f} s against "
+        f"{sum(svc_cpu):.1f} s ({sum(ours_cpu) / sum(svc_cpu):.2f}), geometric "
+        f"mean of the per-set ratios {np.exp(np.mean(np.log(ratios))):.2f}."
+    )
+    if vs_default:
+        worst = min(vs_default)
+        mean = np.mean([d for d, _ in vs_default])
+        print(
+            f"Against the plain default: mean {mean:+.2f}, worst {worst[0]:+.2f} "
+            f"({worst[1]})."
+        )
+    print(
+        "\n| data set | CV ours (T) log loss / ECE "
+        "| SVC(C=10, scale, probability=True) log loss / ECE |"
+    )
+    print("|---|---|---|")
+    wins_ll = wins_ece = 0
+    for name, row in cv.items():
+        wins_ll += row["ours_log_loss"] < row["platt_log_loss"]
+        wins_ece += row["ours_ece"] < row["platt_ece"]
+        print(
+            f"| {name} | {row['ours_log_loss']:.3f} / {row['ours_ece']:.3f} "
+            f"(T={row['ours_temperature']:.2f}) "
+            f"| {row['platt_log_loss']:.3f} / {row['platt_ece']:.3f} |"
+        )
+    print(
+        f"\nOurs has the lower log loss on {wins_ll} of {len(cv)} sets and the "
+        f"lower ECE on {wins_ece} of {len(cv)}."
+    )
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--summary":
+        summary(sys.argv[2])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_argument(parser)
     parser.add_argument("--stage", choices=("default", "cv"), required=True)
