@@ -61,6 +61,8 @@ VARIANTS = {
     },
     "diag2_m0": {"metric": "diagonal", "metric_steps": 2, "m": 0.0},
     "diag2_m02": {"metric": "diagonal", "metric_steps": 2, "m": 0.2},
+    # The size after the metric: twice the default number of Nyström centres.
+    "diag2_n2000": {"metric": "diagonal", "metric_steps": 2, "n_components": 2000},
     "none_m0": {"metric": None, "m": 0.0},
     "none_m02": {"metric": None, "m": 0.2},
     # KernelMarginSoftmaxClassifierCV at its defaults, without and with the metric.

@@ -15,6 +15,7 @@ ORDER = (
     "plot_linear_probe.py",
     "plot_sv_softmax.py",
     "plot_linear_vs_kernel.py",
+    "plot_learned_metric.py",
     "plot_pipeline_dataframe.py",
     "plot_open_set.py",
 )
