@@ -141,7 +141,7 @@ class BaseMarginSoftmax(
         """Learn the input transform (if any) and return the transformed ``X``."""
         return X
 
-    def _learn_input_transform(self, shape, input_dtype, take):
+    def _learn_input_transform(self, shape, input_dtype, take, keys):
         """Learn the input transform from rows ``take(rows)`` (None: none)."""
         return None
 

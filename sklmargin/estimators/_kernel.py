@@ -315,8 +315,13 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         (a few thousand rows); the Dask fit calls
         :meth:`_learn_input_transform` with its own row fetcher.
         """
-        from ._metric import apply_input_transform
+        from ._metric import apply_input_transform, training_row_keys
 
+        if self.metric is None or "_premapped" in vars(self):
+            # No metric, or a CV fold's rows mapped without one: no keys needed.
+            self._set_input_transform(None)
+            return X
+        keys = training_row_keys(X, xp)
         if xp is None:
             dtype = X.dtype
 
@@ -332,23 +337,24 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
                 part = to_numpy(xp.take(X, index, axis=0))
                 return part, y_encoded[rows], sample_weight[rows]
 
-        transform = self._learn_input_transform(X.shape, dtype, take)
+        transform = self._learn_input_transform(X.shape, dtype, take, keys)
         return apply_input_transform(X, transform, xp, device)
 
-    def _learn_input_transform(self, shape, input_dtype, take):
+    def _learn_input_transform(self, shape, input_dtype, take, keys):
         """Learn, store and return ``input_transform_`` (None without a metric).
 
         ``take(rows) -> (X, y_encoded, sample_weight)`` gives NumPy training
-        rows at sorted indices: the one part the NumPy, array API and Dask
-        fits do differently. A CV fold's premapped rows were mapped without a
-        metric, so none is learned there.
+        rows at the indices ``rows``: the one part the NumPy, array API and
+        Dask fits do differently; ``keys`` are the rows' stable keys. A CV
+        fold's premapped rows were mapped without a metric, so none is learned
+        there.
         """
         from ._metric import learn_input_transform
 
         transform = None
         if self.metric is not None and "_premapped" not in vars(self):
             dtype = self._resolve_compute_dtype(shape[0], input_dtype)
-            transform = learn_input_transform(self, shape[0], take, dtype)
+            transform = learn_input_transform(self, keys, take, dtype)
             if transform is None:  # no step learned anything: the identity
                 d = shape[1]
                 transform = np.ones(d) if self.metric == "diagonal" else np.eye(d)

@@ -57,21 +57,75 @@ PILOT_TOL_FACTOR = 10.0
 AGOP_ROWS = 2000
 
 
-def metric_sample(n_samples, rng):
-    """Row indices of the pilot fit (sorted) and, among them, of the AGOP.
+def metric_sample(keys, rng):
+    """Row indices of the pilot fit and, among them, of the AGOP.
 
-    Drawn from ``rng`` the same way by every fit path (NumPy, array API,
-    Dask), so all learn the same metric from the same rows.
+    Each row's place in the draw is a hash of its stable key
+    (:func:`~sklmargin.features._row_keys.stable_row_keys`: the row's direction
+    and length on a coarse grid) and of one salt drawn from ``rng``, and the
+    rows are taken, and handed to the pilot, in that order: a permutation or a
+    round-off change of the training rows gives the pilot the same rows in the
+    same order, so the learned metric does not depend on either (a draw of
+    row *positions* did: 2.3 % of usps test labels changed under a row
+    permutation). Every fit path (NumPy, array API, Dask) passes the keys of
+    its rows, so all learn the same metric from the same rows.
+
+    Parameters
+    ----------
+    keys : ndarray of shape (n_samples,) and dtype uint64
+        Stable keys of the training rows.
+    rng : numpy.random.RandomState
+        Source of the salt.
+
+    Returns
+    -------
+    rows : ndarray of shape (min(n_samples, PILOT_ROWS),)
+        Indices of the pilot's rows, in draw order.
+    agop : ndarray
+        Positions, within ``rows``, of the rows the gradients are averaged on
+        (the first ``AGOP_ROWS`` of the draw).
     """
-    if n_samples > PILOT_ROWS:
-        rows = np.sort(rng.choice(n_samples, PILOT_ROWS, replace=False))
-    else:
-        rows = np.arange(n_samples)
-    if len(rows) > AGOP_ROWS:
-        agop = np.sort(rng.choice(len(rows), AGOP_ROWS, replace=False))
-    else:
-        agop = np.arange(len(rows))
-    return rows, agop
+    from ..features._row_keys import mix64
+
+    salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
+    priority = mix64(np.asarray(keys, dtype=np.uint64) ^ salt)
+    # Rows sharing a key (near-duplicates, under 0.3 % of rows measured) keep
+    # their input order: a stable sort.
+    rows = np.argsort(priority, kind="stable")[:PILOT_ROWS]
+    return rows, np.arange(min(len(rows), AGOP_ROWS))
+
+
+def training_row_keys(X, xp=None):
+    """Stable keys of the rows of ``X`` (NumPy dense or CSR, Dask, array API).
+
+    Computed in row blocks (a dense copy of a block at most), on the host.
+    """
+    from ..features._row_keys import stable_row_keys
+
+    if hasattr(X, "map_blocks") and hasattr(X, "chunks"):  # Dask
+        return np.asarray(
+            X.rechunk({1: -1})
+            .map_blocks(
+                lambda block: stable_row_keys(np.asarray(block)),
+                drop_axis=1,
+                dtype=np.uint64,
+            )
+            .compute()
+        )
+    n_samples, n_features = X.shape
+    keys = np.empty(n_samples, dtype=np.uint64)
+    for block in gen_batches(n_samples, rows_per_block(8 * n_features)):
+        if xp is not None:
+            from .._utils.array_api import to_numpy
+
+            # The standard indexes every axis: (rows, ...), not rows alone.
+            part = to_numpy(X[block, ...])
+        else:
+            part = X[block]
+            if sparse.issparse(part):
+                part = part.toarray()
+        keys[block] = stable_row_keys(np.asarray(part))
+    return keys
 
 
 def apply_input_transform(X, transform, xp=None, device=None):
@@ -296,7 +350,7 @@ def compose(first, then):
     return first @ then
 
 
-def learn_input_transform(estimator, n_samples, take, dtype):
+def learn_input_transform(estimator, keys, take, dtype):
     """Learn the input transform of ``estimator`` from its training rows.
 
     Parameters
@@ -304,11 +358,12 @@ def learn_input_transform(estimator, n_samples, take, dtype):
     estimator : KernelMarginSoftmaxClassifier
         Its ``metric``, ``metric_steps``, ``random_state`` and the settings the
         pilot copies.
-    n_samples : int
-        Number of training rows.
+    keys : ndarray of shape (n_samples,) and dtype uint64
+        Stable keys of the training rows (:func:`training_row_keys`): they
+        choose the pilot's rows (:func:`metric_sample`).
     take : callable
         ``take(rows) -> (X, y_encoded, sample_weight)`` of the training rows
-        at the sorted indices ``rows``, as NumPy arrays (the weights including
+        at the indices ``rows`` (in that order), as NumPy arrays (the weights including
         the class weights): the one thing the NumPy, array API and Dask fits
         do differently.
     dtype : numpy dtype
@@ -319,7 +374,7 @@ def learn_input_transform(estimator, n_samples, take, dtype):
     ndarray of shape (d,) or (d, d), or None (no step changed anything).
     """
     rng = check_random_state(estimator.random_state)
-    rows, agop_rows = metric_sample(n_samples, rng)
+    rows, agop_rows = metric_sample(keys, rng)
     seed = rng.randint(np.iinfo(np.int32).max)
     X, y_encoded, sample_weight = take(rows)
     X = X.toarray() if sparse.issparse(X) else np.asarray(X)

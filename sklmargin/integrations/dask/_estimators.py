@@ -243,7 +243,11 @@ def _fit_input_transform(estimator, X, y, sample_weight, classes, factors):
         y_encoded, weights = _encode(y_rows, w_rows, classes, factors)
         return np.asarray(X[rows].compute()), y_encoded, weights
 
-    return estimator._learn_input_transform(X.shape, X.dtype, take)
+    from ...estimators._metric import training_row_keys
+
+    # Only a kernel estimator with a metric reads the keys (a pass over X).
+    keys = training_row_keys(X) if getattr(estimator, "metric", None) else None
+    return estimator._learn_input_transform(X.shape, X.dtype, take, keys)
 
 
 def _classes_and_weights(source, class_weight):
