@@ -137,13 +137,20 @@ def test_readme_python_blocks_run_as_pasted(capsys):
     assert scores and min(scores) > 0.9
 
 
-def test_linear_estimator_describes_every_parameter():
-    """``help(MarginSoftmaxClassifier)`` documents every constructor argument."""
+@pytest.mark.parametrize(
+    "cls",
+    [sklmargin.MarginSoftmaxClassifier, sklmargin.KernelMarginSoftmaxClassifier],
+    ids=lambda cls: cls.__name__,
+)
+def test_estimator_describes_every_parameter(cls):
+    """``help(cls)`` documents every constructor argument."""
     import inspect
 
-    from numpydoc.docscrape import ClassDoc
-
-    cls = sklmargin.MarginSoftmaxClassifier
+    # numpydoc comes with the docs extra, not with [test] alone.
+    docscrape = pytest.importorskip(
+        "numpydoc.docscrape", reason="numpydoc (the docs extra) parses the docstring"
+    )
+    ClassDoc = docscrape.ClassDoc
     documented = {
         param.name: " ".join(param.desc).strip()
         for param in ClassDoc(cls)["Parameters"]
