@@ -462,12 +462,9 @@ class _BaseMarginSoftmaxCV(
             if value is not None:
                 estimator.set_params(**{path_name: value})
             # The FeatureScaleWarning once, at the chosen point, not per step.
-            if i < len(points) - 1:
-                estimator._no_scale_check = True
-            try:
-                estimator.fit(X, y, **fit_kwargs)
-            finally:
-                estimator.__dict__.pop("_no_scale_check", None)
+            estimator._no_scale_check = i < len(points) - 1
+            estimator.fit(X, y, **fit_kwargs)
+        del estimator._no_scale_check  # (a failed fit drops the copy anyway)
         return estimator.set_params(warm_start=False)
 
     def _cv_results(self, grid_points, scores, times, n_iter, scored):
