@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import warnings
 
 import numpy as np
 from _common import add_data_argument, load_split, machine, now, pinned_blas, versions
-from sklearn.datasets import make_classification
+from kernel_targets import synthetic_split, timed
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
@@ -71,24 +70,6 @@ VARIANTS = {
 }
 #: Sets whose fit CPU ratios enter the geometric mean (issue 25's rule).
 LARGE = 5000
-
-
-def timed(func):
-    """``(result, cpu seconds, wall seconds)`` of ``func()``."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    result = func()
-    return result, time.process_time() - cpu, time.perf_counter() - wall
-
-
-def synthetic_split():
-    X, y = make_classification(
-        n_samples=30000,
-        n_features=50,
-        n_informative=30,
-        n_classes=10,
-        random_state=0,
-    )
-    return X[:20000], y[:20000], X[20000:], y[20000:]
 
 
 def measure(name, split, variants):
