@@ -235,6 +235,8 @@ def estimator_params(
         )
         params["n_components"] = draw(st.sampled_from([1, 2, 7, 30]))
         params["gamma"] = draw(st.one_of(st.just("scale"), _log_uniform("gamma")))
+        params["metric"] = draw(st.sampled_from([None, "diagonal", "full"]))
+        params["metric_steps"] = draw(st.sampled_from([1, 2]))
     return params
 
 
