@@ -29,22 +29,11 @@ import warnings
 
 import numpy as np
 from _common import add_data_argument, load_split, machine, now, pinned_blas, versions
-from kernel_targets import synthetic_split, timed
+from kernel_targets import DATASETS, synthetic_split, timed
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-DATASETS = (
-    "vowel",
-    "segment",
-    "dna",
-    "satimage",
-    "pendigits",
-    "usps",
-    "letter",
-    "a9a",
-    "synthetic",
-)
 #: Variant name -> KernelMarginSoftmaxClassifier parameters (random_state=0 added).
 VARIANTS = {
     "none": {"metric": None},
