@@ -28,8 +28,8 @@ import json
 import warnings
 
 import numpy as np
-from _common import add_data_argument, load_split, machine, now, pinned_blas, versions
-from kernel_targets import DATASETS, synthetic_split, timed
+from _common import add_data_argument, machine, now, pinned_blas, versions
+from kernel_targets import DATASETS, emit, split_of, timed
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
@@ -178,17 +178,8 @@ def main():
     warnings.filterwarnings("ignore", category=UserWarning)
     with pinned_blas(1):
         for name in args.datasets.split(","):
-            split = (
-                synthetic_split()
-                if name == "synthetic"
-                else load_split(args.data, name)
-            )
-            for row in measure(name, split, variants):
-                line = json.dumps(row)
-                print(line, flush=True)
-                if args.out:
-                    with open(args.out, "a") as out:
-                        out.write(line + "\n")
+            for row in measure(name, split_of(args.data, name), variants):
+                emit(row, args.out)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,15 @@ def synthetic_split():
     return X[:20000], y[:20000], X[20000:], y[20000:]
 
 
+def emit(row, path):
+    """Print one JSON line and append it to ``path`` (if given)."""
+    line = json.dumps(row)
+    print(line, flush=True)
+    if path:
+        with open(path, "a") as out:
+            out.write(line + "\n")
+
+
 def split_of(data, name):
     return synthetic_split() if name == "synthetic" else load_split(data, name)
 
@@ -337,11 +346,7 @@ def main():
                 row = stage(name, split, args.svc_max_samples, not args.no_calibrated)
             else:
                 row = stage(name, split, args.svc_max_samples)
-            line = json.dumps(row)
-            print(line, flush=True)
-            if args.out:
-                with open(args.out, "a") as out:
-                    out.write(line + "\n")
+            emit(row, args.out)
 
 
 if __name__ == "__main__":
