@@ -160,9 +160,17 @@ class OpenSetScoreMixin:
         ndarray of shape (n_samples,)
             In float64, at most 0.
         """
-        if (routed := self._array_api_predict(X, "score_samples")) is not None:
+        if (routed := self._routed(X, "score_samples")) is not None:
             return routed
         return margin_softmax_score_samples(self, X)
+
+    def _predict_with_score(self, X):
+        """``(predict(X), score_samples(X))`` from one pass (NumPy rows).
+
+        What :meth:`OpenSetClassifier.predict` needs: the rows are validated,
+        and mapped to logits, once instead of once per method.
+        """
+        return margin_softmax_score_samples(self, X, with_labels=True)
 
 
 class CVOpenSetScoreMixin:
@@ -185,30 +193,36 @@ class CVOpenSetScoreMixin:
         return cv_score_samples(self, X)
 
 
-def margin_softmax_score_samples(estimator, X):
+def margin_softmax_score_samples(estimator, X, with_labels=False):
     r"""``score_samples`` of a fitted MarginSoftmax or KernelMarginSoftmax classifier.
 
     Parameters
     ----------
     estimator : BaseMarginSoftmax
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    with_labels : bool, default=False
+        Also return ``predict(X)``, the class of the largest of the same logits.
 
     Returns
     -------
-    ndarray of shape (n_samples,)
+    labels : ndarray of shape (n_samples,)
+        Only with ``with_labels``.
+    score : ndarray of shape (n_samples,)
         :math:`\log \max_c k(x, c) + \log \hat p_{\max}(x)` in float64.
     """
     check_is_fitted(estimator)
     X = validate_data(
         estimator, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
     )
-    score = log_max_probability(
-        estimator._logits(X), open_set_temperature(estimator.s_)
-    )
+    logits = estimator._logits(X)
+    score = log_max_probability(logits, open_set_temperature(estimator.s_))
     feature_map = getattr(estimator, "feature_map_", None)
-    return score + nearest_centre_log_similarity(
+    score = score + nearest_centre_log_similarity(
         feature_map, estimator._transform_input(X)
     )
+    if with_labels:
+        return estimator.classes_[np.argmax(logits, axis=1)], score
+    return score
 
 
 def cv_score_samples(cv_estimator, X):
