@@ -7,7 +7,6 @@ out-of-fold scores so that the training rows do not judge themselves.
 
 from __future__ import annotations
 
-import numbers
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,6 +16,7 @@ from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
+    check_consistent_length,
     check_is_fitted,
     column_or_1d,
     has_fit_parameter,
@@ -84,13 +84,11 @@ def resolved_unknown_label(label, classes):
         label = "unknown" if strings else (-1 if -1 not in values else min(values) - 1)
         while strings and label in values:
             label = "_" + label
-    if strings != isinstance(label, str):
-        kind = "strings" if strings else "not strings"
+    if strings != isinstance(label, str):  # predictions keep one type
         raise ValueError(
             f"unknown_label={label!r} is {'not ' * strings}a string but the classes "
-            f"are {kind} ({', '.join(map(repr, values[:3]))}, ...); pass "
-            f"{'a string' if strings else 'a number'} that is not a class, or "
-            "None to let fit choose one."
+            f"are {'' if strings else 'not '}strings ({values[0]!r}, ...); pass None "
+            "to let fit choose one, or a label of the classes' kind."
         )
     if label in values:
         raise ValueError(
@@ -263,19 +261,14 @@ class OpenSetClassifier(
 
     def _check_params(self):
         """Check what must hold whatever scikit-learn's parameter validation does."""
-        if not (
-            isinstance(self.target_rejection, numbers.Real)
-            and 0.0 < self.target_rejection < 1.0
-        ):
+        share = self.target_rejection
+        if not (isinstance(share, Real) and 0.0 < share < 1.0):
             raise ValueError(
                 "target_rejection must be a share in the open interval (0, 1); "
-                f"got target_rejection={self.target_rejection!r}."
+                f"got target_rejection={share!r}."
             )
-        missing = [
-            name
-            for name in ("fit", "predict", "score_samples")
-            if not hasattr(self.estimator, name)
-        ]
+        needed = ("fit", "predict", "score_samples")
+        missing = [name for name in needed if not hasattr(self.estimator, name)]
         if missing:
             raise TypeError(
                 f"estimator must have fit, predict and score_samples (higher: more "
@@ -290,10 +283,13 @@ class OpenSetClassifier(
         A DataFrame is passed to the estimator as given (a Pipeline may select
         its columns by name); anything else as the checked array. Values are
         the estimator's business (NaN, dtype), so they are not checked here.
-        Array API input under dispatch (torch, CuPy) is refused by name: the
+        A model not fitted raises NotFittedError (``reset=False``). Array API
+        input under dispatch (torch, CuPy) is refused by name: the
         threshold and the labels are NumPy here, and a silent host copy of
         device rows is what the array API path promises never to make.
         """
+        if not reset:
+            check_is_fitted(self)
         if input_namespace(X) is not None:
             raise ValueError(
                 f"{type(self).__name__} takes NumPy arrays only, but X is of type "
@@ -302,15 +298,16 @@ class OpenSetClassifier(
                 "torch). Its estimator alone fits and predicts on the device; "
                 "see the array API page of the documentation."
             )
+        csr = "csr" if self.__sklearn_tags__().input_tags.sparse else False
         checked = validate_data(
-            self,
-            X,
-            reset=reset,
-            accept_sparse="csr" if self.__sklearn_tags__().input_tags.sparse else False,
-            dtype=None,
-            ensure_all_finite=False,
+            self, X, reset=reset, accept_sparse=csr, dtype=None, ensure_all_finite=False
         )
         return X if hasattr(X, "columns") else checked
+
+    def _delegate(self, method, X):
+        """Call the fitted estimator's ``method`` on the validated ``X``."""
+        X = self._validated(X, reset=False)
+        return getattr(self.estimator_, method)(X)
 
     @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -336,34 +333,26 @@ class OpenSetClassifier(
         X = self._validated(X, reset=True)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
-        n_samples = y.shape[0]
-        if X.shape[0] != n_samples:
-            raise ValueError(
-                f"X has {X.shape[0]} rows but y has {n_samples} labels; they "
-                "must match."
-            )
+        check_consistent_length(X, y)
         classes = np.unique(y)
         check_two_classes(classes, "OpenSetClassifier (its estimator is a classifier)")
         unknown_label = resolved_unknown_label(self.unknown_label, classes)
-        fit_params = {}
-        weights = np.ones(n_samples)
-        if sample_weight is not None:
-            if not has_fit_parameter(self.estimator, "sample_weight"):
-                raise TypeError(
-                    f"sample_weight was given but {type(self.estimator).__name__}"
-                    ".fit does not accept it; put OpenSetClassifier inside the "
-                    "Pipeline instead of the Pipeline inside it."
-                )
-            weights = check_weights(sample_weight, n_samples)
-            fit_params["sample_weight"] = weights
+        weighted = sample_weight is not None
+        if weighted and not has_fit_parameter(self.estimator, "sample_weight"):
+            raise TypeError(
+                f"sample_weight was given but {type(self.estimator).__name__}"
+                ".fit does not accept it; put OpenSetClassifier inside the "
+                "Pipeline instead of the Pipeline inside it."
+            )
+        weights = check_weights(sample_weight, len(y))
+        fit_params = {"sample_weight": weights} if weighted else {}
 
         folds = check_cv(self.cv, y, classifier=True).split(X, y)
-        oof = np.full(n_samples, np.nan)
+        oof = np.full(len(y), np.nan)
         for train, test in folds:
+            fold = {key: value[train] for key, value in fit_params.items()}
             model = clone(self.estimator).fit(
-                _safe_indexing(X, train),
-                y[train],
-                **{key: value[train] for key, value in fit_params.items()},
+                _safe_indexing(X, train), y[train], **fold
             )
             oof[test] = model.score_samples(_safe_indexing(X, test))
         scored = ~np.isnan(oof)
@@ -392,9 +381,7 @@ class OpenSetClassifier(
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = self._validated(X, reset=False)
-        return np.asarray(self.estimator_.score_samples(X), dtype=np.float64)
+        return np.asarray(self._delegate("score_samples", X), dtype=np.float64)
 
     def open_set_margin(self, X):
         """Open-set margin ``score_samples(X) - threshold_``; negative is rejected.
@@ -428,18 +415,12 @@ class OpenSetClassifier(
         ndarray of shape (n_samples,)
             Values of ``classes_`` and ``unknown_label_``.
         """
-        check_is_fitted(self)
         X = self._validated(X, reset=False)
-        joint = getattr(self.estimator_, "_predict_with_score", None)
-        if joint is not None:
-            labels, score = joint(X)
-        else:
-            labels, score = self.estimator_.predict(X), self.estimator_.score_samples(X)
+        labels, score = _predict_with_score(self.estimator_, X)
         rejected = np.asarray(score, dtype=np.float64) - self.threshold_ < 0
-        labels = np.asarray(labels)
-        dtype = np.result_type(labels.dtype, np.asarray(self.unknown_label_).dtype)
-        labels = labels.astype(dtype)
-        labels[rejected] = self.unknown_label_
+        label = self.unknown_label_
+        labels = labels.astype(np.result_type(labels.dtype, np.asarray(label).dtype))
+        labels[rejected] = label
         return labels
 
     @available_if(lambda self: _estimator_has(self, "decision_function"))
@@ -458,8 +439,7 @@ class OpenSetClassifier(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        return self.estimator_.decision_function(self._validated(X, reset=False))
+        return self._delegate("decision_function", X)
 
     @available_if(lambda self: _estimator_has(self, "predict_proba"))
     def predict_proba(self, X):
@@ -476,8 +456,7 @@ class OpenSetClassifier(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        return self.estimator_.predict_proba(self._validated(X, reset=False))
+        return self._delegate("predict_proba", X)
 
     @available_if(lambda self: _estimator_has(self, "predict_log_proba"))
     def predict_log_proba(self, X):
@@ -491,8 +470,7 @@ class OpenSetClassifier(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        return self.estimator_.predict_log_proba(self._validated(X, reset=False))
+        return self._delegate("predict_log_proba", X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -500,6 +478,13 @@ class OpenSetClassifier(
         tags.input_tags.sparse = inner.input_tags.sparse
         tags.input_tags.allow_nan = inner.input_tags.allow_nan
         return tags
+
+
+def _predict_with_score(estimator, X):
+    """``(predict(X), score_samples(X))``: by one pass where the estimator has one."""
+    if (joint := getattr(estimator, "_predict_with_score", None)) is not None:
+        return joint(X)
+    return np.asarray(estimator.predict(X)), estimator.score_samples(X)
 
 
 def _estimator_has(meta, name):

@@ -69,9 +69,7 @@ def open_set_temperature(s):
     Losses without a logit scale (``s`` None: L-Softmax) and small scales keep
     ``T = 1``: their probabilities are not saturated by the scale.
     """
-    if s is None:
-        return 1.0
-    return max(1.0, float(s) / OPEN_SET_SCALE)
+    return 1.0 if s is None else max(1.0, float(s) / OPEN_SET_SCALE)
 
 
 def log_max_probability(logits, temperature=1.0):
@@ -225,22 +223,18 @@ def margin_softmax_score_samples(estimator, X, with_labels=False):
     return score
 
 
-def cv_score_samples(cv_estimator, X):
+def cv_score_samples(cv_model, X):
     """``score_samples`` of a CV estimator: the refit model's, else the folds' mean.
 
     With ``refit=False`` each fold's best model scores the rows and the scores
     are averaged, as ``decision_function`` averages their logits.
     """
-    check_is_fitted(cv_estimator)
-    if (routed := cv_estimator._array_api_predict(X, "score_samples")) is not None:
+    check_is_fitted(cv_model)
+    if (routed := cv_model._array_api_predict(X, "score_samples")) is not None:
         return routed
     X = validate_data(
-        cv_estimator,
-        X,
-        accept_sparse="csr",
-        dtype=[np.float64, np.float32],
-        reset=False,
+        cv_model, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
     )
-    if cv_estimator.estimator_ is not None:
-        return cv_estimator.estimator_.score_samples(X)
-    return np.mean([est.score_samples(X) for est in cv_estimator.estimators_], axis=0)
+    if cv_model.estimator_ is not None:
+        return cv_model.estimator_.score_samples(X)
+    return np.mean([est.score_samples(X) for est in cv_model.estimators_], axis=0)
