@@ -146,19 +146,27 @@ def test_predict_margin_decision_and_proba_agree(fitted, digits):
     assert fitted.unknown_label_ == -1
 
 
-def test_predict_maps_the_rows_once(fitted, digits, monkeypatch):
-    _, _, X_test, _ = digits
-    expected = fitted.predict(X_test)
-    inner = fitted.estimator_
-    calls = []
-    transform = type(inner.feature_map_).transform
+@pytest.mark.parametrize("around_a_pipeline", [False, True])
+def test_predict_maps_the_rows_once(around_a_pipeline, fitted, digits, monkeypatch):
+    X, y, X_test, X_unknown = digits
+    if around_a_pipeline:
+        inner = make_pipeline(StandardScaler(), KernelMarginSoftmaxClassifier(**KERNEL))
+        fitted = OpenSetClassifier(inner).fit(X, y)
+    rows = np.vstack([X_test, X_unknown])
+    # What predict answers: the estimator's class, -1 where the margin is < 0.
+    expected = np.where(
+        fitted.open_set_margin(rows) < 0, -1, fitted.estimator_.predict(rows)
+    )
+    kernel = fitted.estimator_[-1] if around_a_pipeline else fitted.estimator_
+    feature_map = type(kernel.feature_map_)
+    transform, calls = feature_map.transform, []
     monkeypatch.setattr(
-        type(inner.feature_map_),
+        feature_map,
         "transform",
         lambda self, X: calls.append(len(X)) or transform(self, X),
     )
-    np.testing.assert_array_equal(fitted.predict(X_test), expected)
-    assert calls == [len(X_test)]
+    np.testing.assert_array_equal(fitted.predict(rows), expected)
+    assert calls == [len(rows)]
 
 
 def test_string_labels(digits):

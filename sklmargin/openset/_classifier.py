@@ -263,10 +263,7 @@ class OpenSetClassifier(
         """Check what must hold whatever scikit-learn's parameter validation does."""
         share = self.target_rejection
         if not (isinstance(share, Real) and 0.0 < share < 1.0):
-            raise ValueError(
-                "target_rejection must be a share in the open interval (0, 1); "
-                f"got target_rejection={share!r}."
-            )
+            raise ValueError(f"target_rejection must be in (0, 1); got {share!r}.")
         needed = ("fit", "predict", "score_samples")
         missing = [name for name in needed if not hasattr(self.estimator, name)]
         if missing:
@@ -474,14 +471,22 @@ class OpenSetClassifier(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        inner = get_tags(self.estimator)
-        tags.input_tags.sparse = inner.input_tags.sparse
-        tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        inner = get_tags(self.estimator).input_tags
+        tags.input_tags.sparse = inner.sparse
+        tags.input_tags.allow_nan = inner.allow_nan
         return tags
 
 
 def _predict_with_score(estimator, X):
-    """``(predict(X), score_samples(X))``: by one pass where the estimator has one."""
+    """``(predict(X), score_samples(X))``, passing the rows through ``estimator`` once.
+
+    A :class:`~sklearn.pipeline.Pipeline` transforms them once for both (as
+    its ``predict`` and ``score_samples`` would each do); an estimator with
+    ``_predict_with_score`` (the sklmargin classifiers but the cross-validated
+    ones) validates and maps them once for both.
+    """
+    if hasattr(estimator, "steps"):
+        X, estimator = estimator[:-1].transform(X), estimator[-1]
     if (joint := getattr(estimator, "_predict_with_score", None)) is not None:
         return joint(X)
     return np.asarray(estimator.predict(X)), estimator.score_samples(X)

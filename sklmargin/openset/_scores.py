@@ -122,8 +122,7 @@ def nearest_centre_log_similarity(feature_map, X):
     block = rows_per_block(8 * max(centres.shape[0], X.shape[1]))
     nearest = np.empty(n_samples)
     for rows in gen_batches(n_samples, block):
-        part = X[rows]
-        part = part.toarray() if hasattr(part, "toarray") else part
+        part = X[rows].toarray() if hasattr(X, "toarray") else X[rows]
         part = np.asarray(part, dtype=np.float64) - offset
         distances = scaled_squared_distances(part, centres, feature_map.gamma_)
         nearest[rows] = distances.min(axis=1)
