@@ -7,7 +7,10 @@ A classifier trained on digits 0-5 has to call a 7 something: its
 :class:`~sklmargin.OpenSetClassifier` adds the answer "none of them": it
 thresholds the estimator's ``score_samples``, set so that 5% of the known
 classes' rows would be rejected (measured on out-of-fold scores), and predicts
-``-1`` below it.
+``unknown_label_`` below it (``-1`` here: chosen at ``fit`` never to be a
+class). Its ``decision_function`` and ``predict_proba`` stay the estimator's,
+over the known classes; how far a row is from the threshold is
+``open_set_margin``.
 
 The score of :class:`~sklmargin.KernelMarginSoftmaxClassifier` is
 
@@ -56,7 +59,11 @@ model = make_pipeline(
 )
 model.fit(X_train, y_train)
 open_set = model[-1]
-print(f"threshold = {open_set.threshold_:.3f}, classes = {open_set.classes_}")
+unknown = open_set.unknown_label_
+print(
+    f"threshold = {open_set.threshold_:.3f}, classes = {open_set.classes_}, "
+    f"unknown_label_ = {unknown}"
+)
 
 # %%
 # What it predicts
@@ -67,7 +74,7 @@ print(f"threshold = {open_set.threshold_:.3f}, classes = {open_set.classes_}")
 # it keeps are mostly called 5 or 3, the 8s 1, 3 or 2).
 known_predicted = model.predict(X_known_test)
 unknown_predicted = model.predict(X_unknown)
-accepted = known_predicted != -1
+accepted = known_predicted != unknown
 print(f"known digits rejected:  {np.mean(~accepted):.1%}")
 print(
     "known digits accepted and correct: "
@@ -75,16 +82,17 @@ print(
 )
 for digit in range(6, 10):
     rows = unknown_predicted[y_unknown == digit]
-    kept, counts = np.unique(rows[rows != -1], return_counts=True)
+    kept, counts = np.unique(rows[rows != unknown], return_counts=True)
     called = ", ".join(f"{k} ({c})" for k, c in zip(kept, counts, strict=True))
     print(
-        f"unseen {digit}: rejected {np.mean(rows == -1):.1%}; kept ones called {called}"
+        f"unseen {digit}: rejected {np.mean(rows == unknown):.1%}; "
+        f"kept ones called {called}"
     )
 
 
 def most_called(digit, n):
     """The n known classes an unseen digit is most often called."""
-    rows = unknown_predicted[(y_unknown == digit) & (unknown_predicted != -1)]
+    rows = unknown_predicted[(y_unknown == digit) & (unknown_predicted != unknown)]
     kept, counts = np.unique(rows, return_counts=True)
     return set(kept[np.argsort(-counts)[:n]].tolist())
 
@@ -92,7 +100,7 @@ def most_called(digit, n):
 # The text above, checked (the documentation build fails if it drifts).
 assert 0.02 <= np.mean(~accepted) <= 0.10
 assert np.mean(known_predicted[accepted] == y_known_test[accepted]) > 0.97
-assert np.mean(unknown_predicted == -1) > 0.5
+assert unknown == -1 and np.mean(unknown_predicted == unknown) > 0.5
 assert most_called(9, 2) == {3, 5} and most_called(8, 3) == {1, 2, 3}
 
 # %%

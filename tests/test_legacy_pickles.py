@@ -234,6 +234,7 @@ _ESTIMATORS = {
 _ADDED = {
     "kernel": ("compute_dtype", "compute_dtype_", "centres"),
     "kernel_cv": ("compute_dtype", "centres"),
+    "openset": ("unknown_label_",),
 }
 
 

@@ -2,11 +2,17 @@
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_blobs
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils import shuffle
+from sklearn.utils.estimator_checks import (
+    check_classifiers_train,
+    parametrize_with_checks,
+)
+from sklearn.utils.validation import check_is_fitted
 
 from sklmargin import (
     KernelMarginSoftmaxClassifier,
@@ -15,25 +21,36 @@ from sklmargin import (
 )
 from sklmargin.openset._classifier import weighted_lower_quantile
 
-# Where the open-set contract differs from a closed-set classifier's on purpose
-# (the issue's API: decision_function is the open-set margin score - threshold,
-# as an outlier detector's; predict may answer unknown_label).
-OPEN_SET_CONTRACT = {
+# The one check a reject option cannot pass. scikit-learn's
+# check_classifiers_train (sklearn/utils/estimator_checks.py) fits its 300
+# blob rows, predicts the same rows, and asserts of each of them
+#
+#     y_pred = classifier.predict(X)
+#     ...
+#     decision = classifier.decision_function(X)
+#     ...
+#     dec_pred = (decision.ravel() > 0).astype(int)
+#     assert_array_equal(dec_pred, y_pred)                      # two classes
+#     ...
+#     assert_array_equal(np.argmax(decision, axis=1), y_pred)   # three
+#     ...
+#     y_prob = classifier.predict_proba(X)
+#     assert_array_equal(np.argmax(y_prob, axis=1), y_pred)
+#
+# that every prediction is the class of the largest decision and probability.
+# The threshold rejects about target_rejection of the known classes' rows, the
+# training rows among them, and a rejected row is predicted unknown_label_,
+# which is no class. test_check_classifiers_train_fails_only_by_rejection shows
+# that this is the whole failure.
+REJECT_OPTION = {
     "check_classifiers_train": (
-        "decision_function is score_samples - threshold_ (the open-set margin), "
-        "not a per-class decision, so its sign/argmax is not predict; predict "
-        "rejects about target_rejection of the training rows"
-    ),
-    "check_decision_proba_consistency": (
-        "decision_function ranks how known a row is, predict_proba[:, 1] how "
-        "likely class 1 is: different questions"
-    ),
-    "check_classifiers_classes": (
-        "fits labels ['one', 'two'] and [-1, 1] with the default "
-        "unknown_label=-1: a non-string unknown_label for string classes and "
-        "an unknown_label that is a class are errors by design"
+        "predict rejects about target_rejection of the training rows "
+        "(unknown_label_), and the check asserts that each training row's "
+        "prediction is the class of its largest decision_function and "
+        "predict_proba"
     ),
 }
+INNER = MarginSoftmaxClassifier(loss="softmax", tol=1e-3)
 
 
 # One fast inner model (softmax, loose tol, 3 folds): the meta-estimator's
@@ -42,11 +59,38 @@ OPEN_SET_CONTRACT = {
 # ValueError it expects, after NumPy warned about casting them: filtered.
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @parametrize_with_checks(
-    [OpenSetClassifier(MarginSoftmaxClassifier(loss="softmax", tol=1e-3), cv=3)],
-    expected_failed_checks=lambda estimator: OPEN_SET_CONTRACT,
+    [OpenSetClassifier(INNER, cv=3)],
+    expected_failed_checks=lambda estimator: REJECT_OPTION,
 )
 def test_sklearn_conformance(estimator, check):
     check(estimator)
+
+
+class _WithoutRejection(OpenSetClassifier):
+    """The same fitted classifier, its ``predict`` the estimator's (no rejection)."""
+
+    def predict(self, X):
+        check_is_fitted(self)
+        return self.estimator_.predict(self._validated(X, reset=False))
+
+
+def test_check_classifiers_train_fails_only_by_rejection():
+    # Every other assertion of the check holds: it passes with rejection off.
+    check_classifiers_train("OpenSetClassifier", _WithoutRejection(INNER, cv=3))
+    # And rejection does happen on the check's rows (its data, as it makes it),
+    # on those rows only: elsewhere predict is the class of the largest
+    # decision and probability.
+    X, y = make_blobs(n_samples=300, random_state=0)
+    X, y = shuffle(X, y, random_state=7)
+    X = StandardScaler().fit_transform(X)
+    clf = OpenSetClassifier(INNER, cv=3).fit(X, y)
+    predicted = clf.predict(X)
+    rejected = predicted == clf.unknown_label_
+    assert 0 < rejected.sum() <= 0.1 * len(y)
+    np.testing.assert_array_equal(rejected, clf.open_set_margin(X) < 0)
+    for per_class in (clf.decision_function(X), clf.predict_proba(X)):
+        best = clf.classes_[np.argmax(per_class, axis=1)]
+        np.testing.assert_array_equal(best[~rejected], predicted[~rejected])
 
 
 def test_weighted_lower_quantile_equals_repeated_rows():
@@ -80,33 +124,84 @@ def test_threshold_rejects_the_target_share(fitted, digits):
     assert np.mean(fitted.predict(X_unknown) == -1) > 0.3
 
 
-def test_predict_decision_and_proba_agree(fitted, digits):
+def test_predict_margin_decision_and_proba_agree(fitted, digits):
     _, _, X_test, X_unknown = digits
     rows = np.vstack([X_test, X_unknown])
     predicted = fitted.predict(rows)
-    margin = fitted.decision_function(rows)
+    margin = fitted.open_set_margin(rows)
     np.testing.assert_array_equal(predicted == -1, margin < 0)
     np.testing.assert_allclose(margin, fitted.score_samples(rows) - fitted.threshold_)
+    # The class questions are the estimator's, as any classifier's.
+    decision = fitted.decision_function(rows)
+    np.testing.assert_array_equal(decision, fitted.estimator_.decision_function(rows))
     proba = fitted.predict_proba(rows)
-    assert proba.shape == (len(rows), 6)
+    assert decision.shape == proba.shape == (len(rows), 6)
+    np.testing.assert_allclose(np.log(proba), fitted.predict_log_proba(rows))
     accepted = margin >= 0
-    np.testing.assert_array_equal(
-        fitted.classes_[proba.argmax(axis=1)][accepted], predicted[accepted]
-    )
+    for per_class in (decision, proba):
+        np.testing.assert_array_equal(
+            fitted.classes_[per_class.argmax(axis=1)][accepted], predicted[accepted]
+        )
     np.testing.assert_array_equal(fitted.classes_, np.arange(6))
+    assert fitted.unknown_label_ == -1
+
+
+@pytest.mark.parametrize("around_a_pipeline", [False, True])
+def test_predict_maps_the_rows_once(around_a_pipeline, fitted, digits, monkeypatch):
+    X, y, X_test, X_unknown = digits
+    if around_a_pipeline:
+        inner = make_pipeline(StandardScaler(), KernelMarginSoftmaxClassifier(**KERNEL))
+        fitted = OpenSetClassifier(inner).fit(X, y)
+    rows = np.vstack([X_test, X_unknown])
+    # What predict answers: the estimator's class, -1 where the margin is < 0.
+    expected = np.where(
+        fitted.open_set_margin(rows) < 0, -1, fitted.estimator_.predict(rows)
+    )
+    kernel = fitted.estimator_[-1] if around_a_pipeline else fitted.estimator_
+    feature_map = type(kernel.feature_map_)
+    transform, calls = feature_map.transform, []
+    monkeypatch.setattr(
+        feature_map,
+        "transform",
+        lambda self, X: calls.append(len(X)) or transform(self, X),
+    )
+    np.testing.assert_array_equal(fitted.predict(rows), expected)
+    assert calls == [len(rows)]
 
 
 def test_string_labels(digits):
     X, y, X_test, X_unknown = digits
     names = np.array(["zero", "one", "two", "three", "four", "five"])
-    clf = OpenSetClassifier(
-        KernelMarginSoftmaxClassifier(**KERNEL), unknown_label="unknown"
-    ).fit(X, names[y])
+    clf = OpenSetClassifier(KernelMarginSoftmaxClassifier(**KERNEL)).fit(X, names[y])
+    assert clf.unknown_label_ == "unknown"
     predicted = clf.predict(np.vstack([X_test, X_unknown]))
     assert set(predicted) <= set(names) | {"unknown"}
     assert "unknown" in set(predicted)
     with pytest.raises(ValueError, match="unknown_label=-1 is not a string"):
-        OpenSetClassifier(KernelMarginSoftmaxClassifier(**KERNEL)).fit(X, names[y])
+        OpenSetClassifier(MarginSoftmaxClassifier(), unknown_label=-1).fit(X, names[y])
+
+
+@pytest.mark.parametrize(
+    "classes, expected",
+    [
+        ([0, 1, 2], -1),
+        ([-1, 1], -2),
+        ([-3, -1, 4], -4),
+        ([0.0, 1.0], -1),
+        ([-1.0, 1.0], -2.0),
+        (["a", "b"], "unknown"),
+        (["unknown", "_unknown", "b"], "__unknown"),
+    ],
+)
+def test_unknown_label_chosen_at_fit_is_not_a_class(classes, expected):
+    X, y = make_blobs(n_samples=60, centers=len(classes), random_state=0)
+    labels = np.asarray(classes)[y]
+    clf = OpenSetClassifier(INNER, cv=3).fit(X, labels)
+    assert clf.unknown_label_ == expected
+    assert type(clf.unknown_label_) is type(expected)
+    predicted = clf.predict(np.vstack([X, X + 100.0]))
+    assert set(predicted.tolist()) <= set(classes) | {expected}
+    assert clf.get_params()["unknown_label"] is None  # the parameter is left as given
 
 
 @pytest.mark.parametrize("target_rejection", [0, 1, 1.5, -0.1])

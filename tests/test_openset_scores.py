@@ -1,8 +1,14 @@
 """The estimators' open-set score, ``score_samples`` (sklmargin.openset._scores)."""
 
+import os
+
 import numpy as np
 import pytest
+import sklearn
 from scipy.special import log_softmax
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
 
 from sklmargin import (
     KernelMarginSoftmaxClassifier,
@@ -10,6 +16,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
 )
+from sklmargin._utils.array_api import to_numpy
 from sklmargin.openset._scores import open_set_temperature
 
 
@@ -90,3 +97,42 @@ def test_cv_score_without_refit_averages_the_folds(digits):
     cv = MarginSoftmaxClassifierCV(ss=[10.0, 30.0], cv=2, refit=False).fit(X, y)
     folds = np.mean([est.score_samples(X_test) for est in cv.estimators_], axis=0)
     np.testing.assert_allclose(cv.score_samples(X_test), folds)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        MarginSoftmaxClassifier(loss="softmax", random_state=0),
+        KernelMarginSoftmaxClassifier(n_components=120, metric=None, random_state=0),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_score_samples_keeps_the_input_array_type(estimator):
+    """NumPy, Dask and array-api-strict rows: equal scores, in the input's type."""
+    X, y = make_classification(
+        n_samples=300, n_features=8, n_informative=5, n_classes=3, random_state=0
+    )
+    X = StandardScaler().fit_transform(X)
+    reference = clone(estimator).fit(X, y)
+    expected = reference.score_samples(X)
+    assert type(expected) is np.ndarray and expected.dtype == np.float64
+
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    rows = da.from_array(X, chunks=70)
+    with dask.config.set(scheduler="synchronous"):
+        lazy = reference.score_samples(rows)
+        assert isinstance(lazy, da.Array)  # nothing computed on the client
+        assert lazy.shape == (len(X),) and lazy.dtype == np.float64
+        np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-12, atol=1e-12)
+
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        pytest.skip("array_api_dispatch needs SCIPY_ARRAY_API=1 set before scipy")
+    xp = pytest.importorskip("array_api_strict")
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(estimator).fit(xp.asarray(X), xp.asarray(y))
+        strict = fitted.score_samples(xp.asarray(X))
+    assert type(strict) is type(xp.asarray(X))
+    # Fitted on the device: equal to the NumPy fit up to its round-off.
+    np.testing.assert_allclose(to_numpy(strict), expected, rtol=0, atol=1e-5)

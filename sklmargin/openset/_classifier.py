@@ -7,7 +7,6 @@ out-of-fold scores so that the training rows do not judge themselves.
 
 from __future__ import annotations
 
-import numbers
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,6 +16,7 @@ from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
+    check_consistent_length,
     check_is_fitted,
     column_or_1d,
     has_fit_parameter,
@@ -59,6 +59,45 @@ def weighted_lower_quantile(values, weights, q):
     return float(values[order][np.searchsorted(cumulative, target, side="left")])
 
 
+def resolved_unknown_label(label, classes):
+    """Return the label :meth:`OpenSetClassifier.predict` gives a rejected row.
+
+    ``None`` chooses one that no class has: ``-1`` for numeric classes (``min -
+    1`` when ``-1`` is a class), ``"unknown"`` for string classes (with leading
+    underscores while it is a class). An explicit ``label`` must have the
+    classes' kind (a string for string classes, a number otherwise:
+    predictions keep one type) and must not be a class.
+
+    Parameters
+    ----------
+    label : int, float, str or None
+    classes : ndarray of shape (n_classes,)
+        The sorted known classes.
+
+    Returns
+    -------
+    int, float or str
+    """
+    values = classes.tolist()
+    strings = all(isinstance(c, str) for c in values)
+    if label is None:
+        label = "unknown" if strings else (-1 if -1 not in values else min(values) - 1)
+        while strings and label in values:
+            label = "_" + label
+    if strings != isinstance(label, str):  # predictions keep one type
+        raise ValueError(
+            f"unknown_label={label!r} is {'not ' * strings}a string but the classes "
+            f"are {'' if strings else 'not '}strings ({values[0]!r}, ...); pass None "
+            "to let fit choose one, or a label of the classes' kind."
+        )
+    if label in values:
+        raise ValueError(
+            f"unknown_label={label!r} is one of the classes; pass a label that "
+            "no training row has, or None to let fit choose one."
+        )
+    return label
+
+
 class OpenSetClassifier(
     LegacyStateMixin, DocLinkMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
 ):
@@ -76,8 +115,8 @@ class OpenSetClassifier(
     fitted without row :math:`i`'s fold, :math:`w_i` the sample weights and
     :math:`\rho` = ``target_rejection``; then refits the estimator on all rows.
     :meth:`predict` returns the estimator's class where
-    :math:`\operatorname{score}(x) \ge \tau` and ``unknown_label`` below it, so
-    about a share :math:`\rho` of new rows of the known classes is rejected.
+    :math:`\operatorname{score}(x) \ge \tau` and ``unknown_label_`` below it,
+    so about a share :math:`\rho` of new rows of the known classes is rejected.
     Out-of-fold scores matter: a model scores its own training rows as more
     typical than new ones (its Nyström centres are some of them), and a
     threshold set on them would reject too few.
@@ -96,10 +135,15 @@ class OpenSetClassifier(
         behaviour.
     target_rejection : float, default=0.05
         Share of known rows to reject, in (0, 1).
-    unknown_label : int, float or str, default=-1
-        What :meth:`predict` returns for a rejected row. Must not be one of the
-        classes, and must be a string when the classes are strings (a number
-        otherwise): predictions keep one type.
+    unknown_label : int, float, str or None, default=None
+        What :meth:`predict` returns for a rejected row. None lets ``fit``
+        choose a value that is not a class: ``-1`` for numeric classes (the
+        smallest class minus one when ``-1`` is a class, as for labels ``[-1,
+        1]``), ``"unknown"`` for string classes (``"_unknown"`` when that is a
+        class); ``unknown_label_`` holds the choice. A given value must not be
+        one of the classes (``fit`` raises ValueError), and must be a string
+        when the classes are strings, a number otherwise: predictions keep one
+        type.
     cv : int, cross-validation generator or iterable, default=5
         Folds of the out-of-fold scores; an int is a
         :class:`~sklearn.model_selection.StratifiedKFold` without shuffling.
@@ -113,7 +157,10 @@ class OpenSetClassifier(
     oof_scores_ : ndarray of shape (n_samples,)
         The out-of-fold scores of the training rows :math:`\tau` was read from.
     classes_ : ndarray of shape (n_classes,)
-        The known classes (``unknown_label`` is not one of them).
+        The known classes (``unknown_label_`` is not one of them).
+    unknown_label_ : int, float or str
+        What :meth:`predict` returns for a rejected row: ``unknown_label``, or
+        the value ``fit`` chose for None.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined when ``X`` has string feature names.
@@ -126,9 +173,30 @@ class OpenSetClassifier(
 
     Notes
     -----
-    :meth:`decision_function` is the open-set margin :math:`\operatorname{score}(x)
-    - \tau` (negative: rejected), as an outlier detector's, not a per-class
-    decision; :meth:`predict_proba` is the estimator's, over the known classes.
+    Two questions, two sets of methods. *Which known class?*
+    :meth:`decision_function`, :meth:`predict_proba` and
+    :meth:`predict_log_proba` are the estimator's, over ``classes_``, as any
+    classifier's. *Known at all?* :meth:`score_samples` is the estimator's
+    open-set score and :meth:`open_set_margin` is :math:`\operatorname{score}(x)
+    - \tau` (negative: rejected). :meth:`predict` answers both: the class of
+    the largest decision where the margin is non-negative, ``unknown_label_``
+    where it is negative.
+
+    scikit-learn's ``check_estimator`` passes but for one check, by the
+    nature of a reject option: ``check_classifiers_train`` predicts its own
+    training rows and asserts, of every one of them,
+
+    .. code-block:: python
+
+        assert_array_equal(np.argmax(decision, axis=1), y_pred)
+        assert_array_equal(np.argmax(y_prob, axis=1), y_pred)
+
+    (``decision_function`` and ``predict_proba``; the sign of the decision for
+    two classes): a prediction must be a class. The threshold rejects about a
+    share ``target_rejection`` of the known classes' rows, and the training
+    rows are such rows: those it rejects are predicted ``unknown_label_``,
+    which no decision names. The test suite shows that the check's other
+    assertions hold, and these on the rows that are not rejected.
 
     Fit cost: ``cv + 1`` fits of the estimator.
 
@@ -158,6 +226,8 @@ class OpenSetClassifier(
     >>> clf = fitted(metric=None)
     >>> clf.classes_
     array([0, 1, 2, 3, 4, 5])
+    >>> clf.unknown_label_
+    -1
     >>> rejected = float(np.mean(clf.predict(X[~known]) == -1))
     >>> rejected > 0.7
     True
@@ -173,11 +243,17 @@ class OpenSetClassifier(
     _parameter_constraints: dict = {
         "estimator": [object],
         "target_rejection": [Interval(Real, 0, 1, closed="neither")],
-        "unknown_label": [Integral, Real, str],
+        "unknown_label": [Integral, Real, str, None],
         "cv": ["cv_object"],
     }
+    # unknown_label_ (issue 26): models saved before it predicted unknown_label.
+    _legacy_fitted = {
+        "unknown_label_": lambda state: resolved_unknown_label(
+            state["unknown_label"], state["classes_"]
+        )
+    }
 
-    def __init__(self, estimator, *, target_rejection=0.05, unknown_label=-1, cv=5):
+    def __init__(self, estimator, *, target_rejection=0.05, unknown_label=None, cv=5):
         self.estimator = estimator
         self.target_rejection = target_rejection
         self.unknown_label = unknown_label
@@ -185,19 +261,11 @@ class OpenSetClassifier(
 
     def _check_params(self):
         """Check what must hold whatever scikit-learn's parameter validation does."""
-        if not (
-            isinstance(self.target_rejection, numbers.Real)
-            and 0.0 < self.target_rejection < 1.0
-        ):
-            raise ValueError(
-                "target_rejection must be a share in the open interval (0, 1); "
-                f"got target_rejection={self.target_rejection!r}."
-            )
-        missing = [
-            name
-            for name in ("fit", "predict", "score_samples")
-            if not hasattr(self.estimator, name)
-        ]
+        share = self.target_rejection
+        if not (isinstance(share, Real) and 0.0 < share < 1.0):
+            raise ValueError(f"target_rejection must be in (0, 1); got {share!r}.")
+        needed = ("fit", "predict", "score_samples")
+        missing = [name for name in needed if not hasattr(self.estimator, name)]
         if missing:
             raise TypeError(
                 f"estimator must have fit, predict and score_samples (higher: more "
@@ -206,36 +274,19 @@ class OpenSetClassifier(
                 "score_samples."
             )
 
-    def _check_unknown_label(self, classes):
-        label = self.unknown_label
-        string_classes = all(isinstance(c, str) for c in classes.tolist())
-        if string_classes and not isinstance(label, str):
-            raise ValueError(
-                f"unknown_label={label!r} is not a string but the classes are "
-                f"strings ({', '.join(map(repr, classes[:3].tolist()))}, ...); pass "
-                "a string, e.g. unknown_label='unknown'."
-            )
-        if not string_classes and isinstance(label, str):
-            raise ValueError(
-                f"unknown_label={label!r} is a string but the classes are not; "
-                "pass a number that is not a class, e.g. unknown_label=-1."
-            )
-        if label in classes.tolist():
-            raise ValueError(
-                f"unknown_label={label!r} is one of the classes; pass a label "
-                "that no training row has."
-            )
-
     def _validated(self, X, *, reset):
         """Check ``X`` (2-D, rows, width, sparse format) and return what to pass on.
 
         A DataFrame is passed to the estimator as given (a Pipeline may select
         its columns by name); anything else as the checked array. Values are
         the estimator's business (NaN, dtype), so they are not checked here.
-        Array API input under dispatch (torch, CuPy) is refused by name: the
+        A model not fitted raises NotFittedError (``reset=False``). Array API
+        input under dispatch (torch, CuPy) is refused by name: the
         threshold and the labels are NumPy here, and a silent host copy of
         device rows is what the array API path promises never to make.
         """
+        if not reset:
+            check_is_fitted(self)
         if input_namespace(X) is not None:
             raise ValueError(
                 f"{type(self).__name__} takes NumPy arrays only, but X is of type "
@@ -244,15 +295,16 @@ class OpenSetClassifier(
                 "torch). Its estimator alone fits and predicts on the device; "
                 "see the array API page of the documentation."
             )
+        csr = "csr" if self.__sklearn_tags__().input_tags.sparse else False
         checked = validate_data(
-            self,
-            X,
-            reset=reset,
-            accept_sparse="csr" if self.__sklearn_tags__().input_tags.sparse else False,
-            dtype=None,
-            ensure_all_finite=False,
+            self, X, reset=reset, accept_sparse=csr, dtype=None, ensure_all_finite=False
         )
         return X if hasattr(X, "columns") else checked
+
+    def _delegate(self, method, X):
+        """Call the fitted estimator's ``method`` on the validated ``X``."""
+        X = self._validated(X, reset=False)
+        return getattr(self.estimator_, method)(X)
 
     @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -278,34 +330,26 @@ class OpenSetClassifier(
         X = self._validated(X, reset=True)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
-        n_samples = y.shape[0]
-        if X.shape[0] != n_samples:
-            raise ValueError(
-                f"X has {X.shape[0]} rows but y has {n_samples} labels; they "
-                "must match."
-            )
+        check_consistent_length(X, y)
         classes = np.unique(y)
         check_two_classes(classes, "OpenSetClassifier (its estimator is a classifier)")
-        self._check_unknown_label(classes)
-        fit_params = {}
-        weights = np.ones(n_samples)
-        if sample_weight is not None:
-            if not has_fit_parameter(self.estimator, "sample_weight"):
-                raise TypeError(
-                    f"sample_weight was given but {type(self.estimator).__name__}"
-                    ".fit does not accept it; put OpenSetClassifier inside the "
-                    "Pipeline instead of the Pipeline inside it."
-                )
-            weights = check_weights(sample_weight, n_samples)
-            fit_params["sample_weight"] = weights
+        unknown_label = resolved_unknown_label(self.unknown_label, classes)
+        weighted = sample_weight is not None
+        if weighted and not has_fit_parameter(self.estimator, "sample_weight"):
+            raise TypeError(
+                f"sample_weight was given but {type(self.estimator).__name__}"
+                ".fit does not accept it; put OpenSetClassifier inside the "
+                "Pipeline instead of the Pipeline inside it."
+            )
+        weights = check_weights(sample_weight, len(y))
+        fit_params = {"sample_weight": weights} if weighted else {}
 
         folds = check_cv(self.cv, y, classifier=True).split(X, y)
-        oof = np.full(n_samples, np.nan)
+        oof = np.full(len(y), np.nan)
         for train, test in folds:
+            fold = {key: value[train] for key, value in fit_params.items()}
             model = clone(self.estimator).fit(
-                _safe_indexing(X, train),
-                y[train],
-                **{key: value[train] for key, value in fit_params.items()},
+                _safe_indexing(X, train), y[train], **fold
             )
             oof[test] = model.score_samples(_safe_indexing(X, test))
         scored = ~np.isnan(oof)
@@ -320,6 +364,7 @@ class OpenSetClassifier(
         )
         self.estimator_ = clone(self.estimator).fit(X, y, **fit_params)
         self.classes_ = self.estimator_.classes_
+        self.unknown_label_ = unknown_label
         return self
 
     def score_samples(self, X):
@@ -333,12 +378,13 @@ class OpenSetClassifier(
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = self._validated(X, reset=False)
-        return np.asarray(self.estimator_.score_samples(X), dtype=np.float64)
+        return np.asarray(self._delegate("score_samples", X), dtype=np.float64)
 
-    def decision_function(self, X):
+    def open_set_margin(self, X):
         """Open-set margin ``score_samples(X) - threshold_``; negative is rejected.
+
+        How known a row is, measured from the threshold: :meth:`predict`
+        answers ``unknown_label_`` exactly where it is negative.
 
         Parameters
         ----------
@@ -351,7 +397,11 @@ class OpenSetClassifier(
         return self.score_samples(X) - self.threshold_
 
     def predict(self, X):
-        """Predict the estimator's class, or ``unknown_label`` below the threshold.
+        """Predict the estimator's class, or ``unknown_label_`` below the threshold.
+
+        The class and the score come from one pass of the estimator where it
+        offers one (every sklmargin estimator but the cross-validated ones):
+        the rows are validated and mapped once.
 
         Parameters
         ----------
@@ -360,23 +410,40 @@ class OpenSetClassifier(
         Returns
         -------
         ndarray of shape (n_samples,)
-            Values of ``classes_`` and ``unknown_label``.
+            Values of ``classes_`` and ``unknown_label_``.
         """
-        check_is_fitted(self)
         X = self._validated(X, reset=False)
-        rejected = self.decision_function(X) < 0
-        labels = np.asarray(self.estimator_.predict(X))
-        dtype = np.result_type(labels.dtype, np.asarray(self.unknown_label).dtype)
-        labels = labels.astype(dtype)
-        labels[rejected] = self.unknown_label
+        labels, score = _predict_with_score(self.estimator_, X)
+        rejected = np.asarray(score, dtype=np.float64) - self.threshold_ < 0
+        label = self.unknown_label_
+        labels = labels.astype(np.result_type(labels.dtype, np.asarray(label).dtype))
+        labels[rejected] = label
         return labels
+
+    @available_if(lambda self: _estimator_has(self, "decision_function"))
+    def decision_function(self, X):
+        """Return the estimator's per-class decision over the known classes.
+
+        As a classifier's: its largest column (its sign for two classes) is
+        the class :meth:`predict` answers where the row is not rejected. How
+        known a row is, is :meth:`open_set_margin`'s question.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        return self._delegate("decision_function", X)
 
     @available_if(lambda self: _estimator_has(self, "predict_proba"))
     def predict_proba(self, X):
         """Return the estimator's probabilities of the known classes.
 
         They sum to one over ``classes_``: whether a row is known at all is
-        :meth:`decision_function`'s question, not theirs.
+        :meth:`open_set_margin`'s question, not theirs.
 
         Parameters
         ----------
@@ -386,15 +453,43 @@ class OpenSetClassifier(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        return self.estimator_.predict_proba(self._validated(X, reset=False))
+        return self._delegate("predict_proba", X)
+
+    @available_if(lambda self: _estimator_has(self, "predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Return the estimator's log-probabilities of the known classes.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return self._delegate("predict_log_proba", X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        inner = get_tags(self.estimator)
-        tags.input_tags.sparse = inner.input_tags.sparse
-        tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        inner = get_tags(self.estimator).input_tags
+        tags.input_tags.sparse = inner.sparse
+        tags.input_tags.allow_nan = inner.allow_nan
         return tags
+
+
+def _predict_with_score(estimator, X):
+    """``(predict(X), score_samples(X))``, passing the rows through ``estimator`` once.
+
+    A :class:`~sklearn.pipeline.Pipeline` transforms them once for both (as
+    its ``predict`` and ``score_samples`` would each do); an estimator with
+    ``_predict_with_score`` (the sklmargin classifiers but the cross-validated
+    ones) validates and maps them once for both.
+    """
+    if hasattr(estimator, "steps"):
+        X, estimator = estimator[:-1].transform(X), estimator[-1]
+    if (joint := getattr(estimator, "_predict_with_score", None)) is not None:
+        return joint(X)
+    return np.asarray(estimator.predict(X)), estimator.score_samples(X)
 
 
 def _estimator_has(meta, name):

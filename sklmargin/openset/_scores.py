@@ -69,9 +69,7 @@ def open_set_temperature(s):
     Losses without a logit scale (``s`` None: L-Softmax) and small scales keep
     ``T = 1``: their probabilities are not saturated by the scale.
     """
-    if s is None:
-        return 1.0
-    return max(1.0, float(s) / OPEN_SET_SCALE)
+    return 1.0 if s is None else max(1.0, float(s) / OPEN_SET_SCALE)
 
 
 def log_max_probability(logits, temperature=1.0):
@@ -124,8 +122,7 @@ def nearest_centre_log_similarity(feature_map, X):
     block = rows_per_block(8 * max(centres.shape[0], X.shape[1]))
     nearest = np.empty(n_samples)
     for rows in gen_batches(n_samples, block):
-        part = X[rows]
-        part = part.toarray() if hasattr(part, "toarray") else part
+        part = X[rows].toarray() if hasattr(X, "toarray") else X[rows]
         part = np.asarray(part, dtype=np.float64) - offset
         distances = scaled_squared_distances(part, centres, feature_map.gamma_)
         nearest[rows] = distances.min(axis=1)
@@ -160,9 +157,17 @@ class OpenSetScoreMixin:
         ndarray of shape (n_samples,)
             In float64, at most 0.
         """
-        if (routed := self._array_api_predict(X, "score_samples")) is not None:
+        if (routed := self._routed(X, "score_samples")) is not None:
             return routed
         return margin_softmax_score_samples(self, X)
+
+    def _predict_with_score(self, X):
+        """``(predict(X), score_samples(X))`` from one pass (NumPy rows).
+
+        What :meth:`OpenSetClassifier.predict` needs: the rows are validated,
+        and mapped to logits, once instead of once per method.
+        """
+        return margin_softmax_score_samples(self, X, with_labels=True)
 
 
 class CVOpenSetScoreMixin:
@@ -185,48 +190,50 @@ class CVOpenSetScoreMixin:
         return cv_score_samples(self, X)
 
 
-def margin_softmax_score_samples(estimator, X):
+def margin_softmax_score_samples(estimator, X, with_labels=False):
     r"""``score_samples`` of a fitted MarginSoftmax or KernelMarginSoftmax classifier.
 
     Parameters
     ----------
     estimator : BaseMarginSoftmax
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    with_labels : bool, default=False
+        Also return ``predict(X)``, the class of the largest of the same logits.
 
     Returns
     -------
-    ndarray of shape (n_samples,)
+    labels : ndarray of shape (n_samples,)
+        Only with ``with_labels``.
+    score : ndarray of shape (n_samples,)
         :math:`\log \max_c k(x, c) + \log \hat p_{\max}(x)` in float64.
     """
     check_is_fitted(estimator)
     X = validate_data(
         estimator, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
     )
-    score = log_max_probability(
-        estimator._logits(X), open_set_temperature(estimator.s_)
-    )
+    logits = estimator._logits(X)
+    score = log_max_probability(logits, open_set_temperature(estimator.s_))
     feature_map = getattr(estimator, "feature_map_", None)
-    return score + nearest_centre_log_similarity(
+    score = score + nearest_centre_log_similarity(
         feature_map, estimator._transform_input(X)
     )
+    if with_labels:
+        return estimator.classes_[np.argmax(logits, axis=1)], score
+    return score
 
 
-def cv_score_samples(cv_estimator, X):
+def cv_score_samples(cv_model, X):
     """``score_samples`` of a CV estimator: the refit model's, else the folds' mean.
 
     With ``refit=False`` each fold's best model scores the rows and the scores
     are averaged, as ``decision_function`` averages their logits.
     """
-    check_is_fitted(cv_estimator)
-    if (routed := cv_estimator._array_api_predict(X, "score_samples")) is not None:
+    check_is_fitted(cv_model)
+    if (routed := cv_model._array_api_predict(X, "score_samples")) is not None:
         return routed
     X = validate_data(
-        cv_estimator,
-        X,
-        accept_sparse="csr",
-        dtype=[np.float64, np.float32],
-        reset=False,
+        cv_model, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
     )
-    if cv_estimator.estimator_ is not None:
-        return cv_estimator.estimator_.score_samples(X)
-    return np.mean([est.score_samples(X) for est in cv_estimator.estimators_], axis=0)
+    if cv_model.estimator_ is not None:
+        return cv_model.estimator_.score_samples(X)
+    return np.mean([est.score_samples(X) for est in cv_model.estimators_], axis=0)
