@@ -7,7 +7,7 @@ scikit-learn's ``LogisticRegression(solver="lbfgs")`` does since 1.9: the
 rows, the feature map, the row preparation, the margins and the cross-entropy
 run in ``X``'s namespace on ``X``'s device; scipy's L-BFGS, the continuation
 and the SV rounds run on the host (:mod:`sklmargin.solver`, unchanged) on a
-:class:`~sklmargin.objective._namespace.NamespaceMarginObjective`.
+:class:`~sklmargin.objective.LinearMarginObjective` on the device's rows.
 
 What crosses between host and device:
 
@@ -19,7 +19,7 @@ What crosses between host and device:
   Nyström map copies ``X`` to the host once to choose its centres
   (:mod:`sklmargin.features._namespace`);
 * per L-BFGS evaluation: the ``K d + K`` parameters and the gradient, and a
-  few ``K``-vectors (:mod:`sklmargin.objective._namespace`);
+  few ``K``-vectors (:class:`sklmargin.objective.LinearMarginObjective`);
 * at the end of fit: the fitted arrays (``coef_``, ``intercept_``,
   ``constant_coef_``, the map's arrays) move to ``X``'s device, where
   scikit-learn keeps them; ``classes_`` stays a NumPy array (labels may be
@@ -46,7 +46,7 @@ from .._utils.array_api import (
 )
 from .._utils.validation import check_sample_and_class_weight, check_two_classes
 from ..losses._additive import Softmax
-from ..objective._namespace import NamespaceMarginObjective, namespace_class_sums
+from ..objective import LinearMarginObjective
 from ..objective._pointwise import checked_logit_scale
 from ..objective._rows import TINY_NORM, PreparedRows
 from ..objective._rows import lift_constant as namespace_lift_constant
@@ -54,6 +54,7 @@ from ..objective._rows import lift_norms as _lifted
 from ..objective._rows import prepare_rows as namespace_prepare_rows
 from ..objective._rows import row_norms as namespace_row_norms
 from ..solver._start import solve_softmax_start, start_params
+from ..solver._start import weighted_class_sums as namespace_class_sums
 
 #: The fitted arrays that live on the fit's device.
 _DEVICE_ATTRIBUTES = ("coef_", "intercept_", "constant_coef_")
@@ -119,19 +120,18 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
         "lower s, or scale the data (e.g. StandardScaler)",
     )  # fmt: skip
     settings = (estimator.C, estimator.fit_intercept)
-    objective = NamespaceMarginObjective(
-        rows, y_device, len(classes), sample_weight, margin, m, s, *settings,
-        xp=xp, device=device,
-    )  # fmt: skip
+    objective = LinearMarginObjective(
+        rows, y_device, len(classes), sample_weight, margin, m, s, *settings
+    )
     totals = np.bincount(y_encoded, sample_weight, minlength=len(classes))
 
     def cold_start():
         if raw_start:
             # The raw rows are released once the start is solved (a warm
             # start never calls this and keeps them to the end of fit).
-            start = NamespaceMarginObjective(
+            start = LinearMarginObjective(
                 PreparedRows(raw.pop(), None, 0.0), y_device, len(classes),
-                sample_weight, Softmax(), 0.0, 1.0, *settings, xp=xp, device=device,
+                sample_weight, Softmax(), 0.0, 1.0, *settings,
             )  # fmt: skip
             x0 = start_params(start, totals, None, estimator.random_state)
             return solve_softmax_start(
