@@ -104,6 +104,8 @@ class MarginObjective(Protocol):
         The lift ``c`` appended to every row (0 without lift).
     layout : ParameterLayout
         The parameter vector's layout (``n_params``, ``unpack``).
+    n_classes, n_features : int
+        Prototypes and their coordinates (the lift's included).
     """
 
     margin: object
@@ -112,6 +114,8 @@ class MarginObjective(Protocol):
     dtype: np.dtype
     constant: float
     layout: ParameterLayout
+    n_classes: int
+    n_features: int
 
     def loss_gradient(self, params, *, lam=0.0, state=None):
         """Value and float64 gradient at ``params``.

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._utils.array_api import wide_dtype
 from .._utils.compat import array_api_compat
-from .._utils.validation import check_weights
+from .._utils.validation import check_logit_range, check_weights
 from ..losses._registry import get_margin
 from ..losses._support_vectors import with_support_vectors
 from ._cross_entropy import array_cross_entropy, softmax_cross_entropy
@@ -395,13 +395,7 @@ def checked_logit_scale(margin, s, norms, w_norm, dtype, remedy):
     norms = None if norms is None else np.asarray(norms, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         scale = np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64)
-    largest = float(np.max(np.abs(scale), initial=0.0))
-    limit = float(np.finfo(dtype).max) / 64.0
-    if not largest < limit:
-        raise ValueError(
-            f"The logit scale reaches {largest:.3g}, beyond what {np.dtype(dtype)} "
-            f"logits can hold (about {limit:.3g}): {remedy}."
-        )
+    check_logit_range(float(np.max(np.abs(scale), initial=0.0)), dtype, remedy)
     return scale
 
 
