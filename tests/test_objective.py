@@ -486,3 +486,27 @@ def dask_synchronous():
     except ImportError:
         return contextlib.nullcontext()
     return dask.config.set(scheduler="synchronous")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_margin_free_logits_on_array_api_rows_equal_numpys(loss, dtype):
+    """Predict's logits: one function for NumPy and array-api-strict rows."""
+    xps = pytest.importorskip("array_api_strict", reason="needs array-api-strict")
+    from sklmargin._utils.array_api import to_numpy
+    from sklmargin.objective._linear import margin_free_logits
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((20, 5)).astype(dtype)
+    margin = get_margin(loss)
+    m, s = margin.resolve(None, None)
+    coef, intercept = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    lift = {"constant": 0.8, "constant_coef": rng.standard_normal(3)}
+    expected = margin_free_logits(margin, X, coef, intercept, s=s, **lift)
+    logits = margin_free_logits(margin, xps.asarray(X), coef, intercept, s=s, **lift)
+    assert isinstance(logits, type(xps.asarray(X)))
+    assert to_numpy(logits).dtype == expected.dtype
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(
+        to_numpy(logits), expected, rtol=rtol, atol=rtol * np.abs(expected).max()
+    )

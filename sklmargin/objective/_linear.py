@@ -5,7 +5,8 @@
 ``C = X_hat W_hat^T`` from the coefficients, one GEMM forward and one GEMM
 back, the projection that normalised prototypes need, the bias and the L2
 penalty. :func:`margin_free_logits` is what predict computes from the fitted
-attributes, with the same cosine function and logit scale as training.
+attributes, with the same cosine function and logit scale as training. Both
+take rows of any array namespace (see :class:`LinearMarginObjective`).
 """
 
 from __future__ import annotations
@@ -43,38 +44,59 @@ def margin_free_logits(
     The cosines are :func:`~sklmargin.objective._rows.lifted_cosines` of the
     raw rows (no normalised copy of ``X`` at predict time), and the scale is the
     margin's :meth:`~sklmargin.losses._base.Margin.logit_scale`, the very function
-    training used, so the two cannot disagree.
+    training used, so the two cannot disagree. Rows of any namespace: the
+    logits come back in ``X``'s namespace, dtype and device (the fitted
+    arrays may be on the host or on that device).
 
     Parameters
     ----------
     margin : Margin or SupportVectorGuided
-    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
-    coef : ndarray of shape (n_classes, n_features)
-    intercept : ndarray of shape (n_classes,)
+    X : {ndarray, csr_matrix, array} of shape (n_samples, n_features)
+    coef : array of shape (n_classes, n_features)
+    intercept : array of shape (n_classes,)
     s : float or None
     constant : float, default=0.0
         The lift ``c``.
-    constant_coef : ndarray of shape (n_classes,) or None
+    constant_coef : array of shape (n_classes,) or None
         The prototypes' coordinate along the lift.
 
     Returns
     -------
-    ndarray of shape (n_samples, n_classes), in X's dtype.
+    array of shape (n_samples, n_classes), in X's dtype.
+
+    Raises
+    ------
+    ValueError
+        Where ``X``'s dtype cannot hold the logits
+        (:func:`~sklmargin.objective._pointwise.checked_logit_scale`).
     """
-    dtype = X.dtype
+    xp, device, wide = namespace(X)
+    dtype, np_dtype = X.dtype, numpy_dtype(X.dtype)
     remedy = "predict with float64 input, or refit with a smaller s"
+    intercept = to_numpy(intercept).astype(np_dtype, copy=False)
+    if xp is not None:
+        intercept = to_device(intercept, xp, device)
     if not margin.uses_angle:
-        raw = np.asarray(X @ coef.T.astype(dtype, copy=False))
+        raw = times_transposed(X, to_numpy(coef), dtype)
         # Checked like the angle losses' scale: s = 1e39 cast to float32 is inf.
-        scale = checked_logit_scale(margin, s, None, None, dtype, remedy)
-        return raw * scale.astype(dtype) + intercept.astype(dtype, copy=False)
+        scale = checked_logit_scale(margin, s, None, None, np_dtype, remedy)
+        return raw * (scale.astype(dtype) if xp is None else float(scale)) + intercept
     cos, norms, w_norm = lifted_cosines(
         X, coef, constant=constant, constant_coef=constant_coef
     )
-    norms = norms.astype(dtype)
-    scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
-    cos *= scale.astype(dtype)
-    return cos + intercept.astype(dtype, copy=False)
+    if xp is None:
+        norms = norms.astype(dtype)
+        scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
+        cos *= scale.astype(dtype)
+        return cos + intercept
+    # On a device: checked at the largest norm on the host (the scale grows
+    # with it), then computed there, in the rows' dtype.
+    norms = xp.astype(norms, dtype)
+    largest = np.array([float(xp.max(xp.astype(norms, wide)))])
+    checked_logit_scale(margin, s, largest, w_norm, np_dtype, remedy)
+    scale = margin.logit_scale(s, norms, to_device(w_norm, xp, device, wide))
+    scale = xp.asarray(scale, dtype=dtype, device=device)
+    return cos * scale + intercept
 
 
 class DeviceState:
