@@ -192,14 +192,6 @@ def lift_norms(norms, constant, xp=None):
     return xp.hypot(norms, xp.full_like(norms, constant))
 
 
-def lifted_norms(X, constant=0.0, norms=None):
-    """``|[x_i, c]|`` in float64 (``|x_i|`` when ``c`` is 0), overflow-safe.
-
-    ``norms``, the plain row norms, are reused when given.
-    """
-    return lift_norms(row_norms(X) if norms is None else norms, constant)
-
-
 def times_transposed(X, coef, dtype):
     """``X @ coef.T`` with host ``coef`` cast to ``dtype``, in ``X``'s namespace."""
     xp, device, _ = namespace(X)
@@ -272,7 +264,7 @@ def lifted_cosines(
     if unit_rows:
         return cos, None, w_norm
     with np.errstate(over="ignore"):
-        norms = lifted_norms(X, constant)
+        norms = lift_norms(row_norms(X), constant)
     inverse = _floored_inverse(norms)
     cos *= (inverse.astype(dtype) if xp is None else xp.astype(inverse, dtype))[:, None]
     return cos, norms, w_norm
