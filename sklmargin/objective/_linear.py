@@ -303,24 +303,14 @@ class LinearMarginObjective(ObjectiveBase):
             return array.astype(np.float64)
         return self.xp.astype(array, self.wide)
 
-    def _pointwise(self, params, *, lam, state, return_scale_grad=False):
-        _, intercept = self.unpack(params)
-        cos, scale, w_hat, w_norm = self._forward(params)
-        result = pointwise_loss_gradient(
-            cos,
-            self.y,
-            self.margin,
-            self.m,
-            scale,
-            lam=lam,
-            intercept=self._to_device(intercept, cos.dtype),
-            sample_weight=self.sw,
-            state=self._state(state, to_device=False),
-            return_scale_grad=return_scale_grad,
-            overwrite_cos=True,
-            targets=self.targets,
-        )
-        return result, w_hat, w_norm
+    def _pointwise(self, cos, scale, intercept, *, lam=0.0, state=None, **kwargs):
+        """Run the pointwise layer on ``cos`` (overwritten), ``intercept`` on host."""
+        return pointwise_loss_gradient(
+            cos, self.y, self.margin, self.m, scale, lam=lam,
+            intercept=self._to_device(intercept, cos.dtype), sample_weight=self.sw,
+            state=self._state(state, to_device=False), overwrite_cos=True,
+            targets=self.targets, **kwargs,
+        )  # fmt: skip
 
     def _host_objective(self, params):
         """Return the NumPy objective on host rows for a trial the device cannot hold.
@@ -361,7 +351,8 @@ class LinearMarginObjective(ObjectiveBase):
             value, state = host.value_and_state(params, lam=lam)
             state = None if state is None else to_device(state, self.xp, self.device)
             return value, self._state(state, to_device=True)
-        result, _, _ = self._pointwise(params, lam=lam, state=None)
+        cos, scale, _, _ = self._forward(params)
+        result = self._pointwise(cos, scale, self.unpack(params)[1], lam=lam)
         return result.loss + self.penalty(params), self._state(result.state, True)
 
     def loss_gradient(self, params, *, lam=0.0, state=None):
@@ -376,9 +367,11 @@ class LinearMarginObjective(ObjectiveBase):
             state = None if state is None else to_numpy(state)
             return host.loss_gradient(params, lam=lam, state=state)
         depends_on_w = self.margin.scale_depends_on_w
-        result, w_hat, w_norm = self._pointwise(
-            params, lam=lam, state=state, return_scale_grad=depends_on_w
-        )
+        cos, scale, w_hat, w_norm = self._forward(params)
+        result = self._pointwise(
+            cos, scale, self.unpack(params)[1], lam=lam, state=state,
+            return_scale_grad=depends_on_w,
+        )  # fmt: skip
         g = self._to_host(self._backward(result.grad_cos))
         if self.margin.uses_angle:
             # Every angle loss sees V only through W_hat = V / |V|: project.
@@ -390,10 +383,8 @@ class LinearMarginObjective(ObjectiveBase):
             # dloss/d|w_j| = sum_i (dloss/dscale_ij) scale_ij / |w_j|, along w_hat.
             ones = self._to_device(np.ones(self.n_classes), self.wide)
             unit_scale = self.margin.logit_scale(self.s, self.norms, ones)
-            g += (
-                self._to_host(_column_dots(result.grad_scale, unit_scale))[:, None]
-                * w_hat
-            )
+            grad_norm = self._to_host(_column_dots(result.grad_scale, unit_scale))
+            g += grad_norm[:, None] * w_hat
         grad = np.empty_like(params)
         grad_coef, grad_intercept = self.unpack(grad)
         grad_coef[:] = g
@@ -427,17 +418,8 @@ class LinearMarginObjective(ObjectiveBase):
         penalty = self.penalty(params)
 
         def on_fixed_cosines(intercept):
-            result = pointwise_loss_gradient(
-                xp.asarray(cos, copy=True),  # it writes its logits over its input
-                self.y,
-                self.margin,
-                self.m,
-                scale,
-                intercept=self._to_device(intercept, self.wide),
-                sample_weight=self.sw,
-                overwrite_cos=True,
-                targets=self.targets,
-            )
+            # it writes its logits over the cosines it is given: a copy each
+            result = self._pointwise(xp.asarray(cos, copy=True), scale, intercept)
             return result.loss + penalty, self._to_host(result.grad_intercept)
 
         return on_fixed_cosines

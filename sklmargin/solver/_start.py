@@ -159,16 +159,9 @@ def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
     n_iter : int
     """
     start = LinearMarginObjective(
-        prepare_rows(features, normalize=False),
-        y_encoded,
-        objective.n_classes,
-        sample_weight,
-        Softmax(),
-        0.0,
-        1.0,
-        objective.C,
-        objective.fit_intercept,
-    )
+        prepare_rows(features, normalize=False), y_encoded, objective.n_classes,
+        sample_weight, Softmax(), 0.0, 1.0, objective.C, objective.fit_intercept,
+    )  # fmt: skip
     x0 = initial_params(start, y_encoded, sample_weight, settings["random_state"])
     return solve_softmax_start(start, x0, settings)
 
