@@ -6,6 +6,11 @@ the weighted mean cross-entropy of the margin logits and its gradient with
 respect to the cosines (and the bias, and the logit scale where it depends on
 ``|w|``); :func:`checked_logit_scale` refuses a scale the dtype cannot hold.
 The chain rule to the parameters is :mod:`sklmargin.objective._linear`'s.
+
+:func:`pointwise_loss_gradient` is written once for every array namespace
+(the cosines' own, on their device): :class:`TargetEntries` holds its only
+namespace-specific kernels, NumPy's in-place fancy indexing and compiled
+cross-entropy against a one-hot mask and ``where`` elsewhere.
 """
 
 from __future__ import annotations

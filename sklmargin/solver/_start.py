@@ -2,7 +2,10 @@
 
 A good deterministic start matters more than usual here: the cosine losses are
 non-convex, and L-/A-Softmax's margin is introduced by continuation from it.
-Which start a loss wants is its margin's ``start`` attribute.
+Which start a loss wants is its margin's ``start`` attribute. Everything here
+asks the objective only for the
+:class:`~sklmargin.objective.MarginObjective` interface (the bias-only problem
+included), so the in-memory, device and Dask fits share it.
 """
 
 from __future__ import annotations
