@@ -30,7 +30,6 @@ from sklmargin import (
     RandomFourierFeatures,
 )
 from sklmargin._utils.array_api import to_numpy
-from sklmargin._utils.compat import array_api_compat
 from sklmargin.losses import registered_margins
 from sklmargin.losses._support_vectors import with_support_vectors
 from sklmargin.objective import LinearMarginObjective
@@ -150,10 +149,6 @@ def test_fit_and_predict_equal_the_numpy_fit(data, namespace, estimator, dtype, 
 @pytest.mark.parametrize("margin", registered_margins(), ids=lambda m: m.name)
 def test_objective_equals_the_numpy_objective(data, namespace, dtype, t, margin):
     """Loss, gradient and SV state at the same parameters, every loss."""
-    from sklmargin._utils.compat import array_api_compat
-    from sklmargin.estimators._namespace import namespace_prepare_rows
-    from sklmargin.objective._namespace import NamespaceMarginObjective
-
     xp, device = _namespace(namespace)
     X, y = data
     X = X.astype(dtype)
@@ -166,14 +161,10 @@ def test_objective_equals_the_numpy_objective(data, namespace, dtype, t, margin)
         y, 3, weights, margin, m, s, 0.5, True,
     )  # fmt: skip
     X_xp = xp.asarray(X, device=device)
-    namespace_xp = array_api_compat.array_namespace(X_xp)
-    rows = namespace_prepare_rows(
-        X_xp, namespace_xp, normalize=margin.uses_angle, constant=constant
+    rows = prepare_rows(X_xp, normalize=margin.uses_angle, constant=constant)
+    objective = LinearMarginObjective(
+        rows, xp.asarray(y, device=device), 3, weights, margin, m, s, 0.5, True
     )
-    objective = NamespaceMarginObjective(
-        rows, xp.asarray(y, device=device), 3, weights, margin, m, s, 0.5, True,
-        xp=namespace_xp, device=device,
-    )  # fmt: skip
     params = np.random.default_rng(0).standard_normal(reference.n_params)
     lam = 10.0 if margin.uses_lambda else 0.0
     value, state = reference.value_and_state(params, lam=lam)
@@ -529,9 +520,7 @@ def _without_float64(monkeypatch):
 @pytest.mark.parametrize("namespace", NAMESPACES)
 def test_no_float64_device_far_rows_and_far_trials(data, namespace, monkeypatch):
     """Far rows and far line-search trials are finite, as NumPy's float64 guards."""
-    from sklmargin.estimators._namespace import namespace_prepare_rows
     from sklmargin.losses._registry import get_margin
-    from sklmargin.objective._namespace import NamespaceMarginObjective
 
     xp, device = _namespace(namespace)
     X, y = data
@@ -558,10 +547,9 @@ def test_no_float64_device_far_rows_and_far_trials(data, namespace, monkeypatch)
         )
         proba = to_numpy(fitted.predict_proba(xp.asarray(far, device=device)))
         X_xp = xp.asarray(X, device=device)
-        xp = array_api_compat.array_namespace(X_xp)  # torch's compat wrapper
-        rows = namespace_prepare_rows(X_xp, xp, normalize=True)
-        objective = NamespaceMarginObjective(
-            rows, xp.asarray(y, device=device), *settings[1:], xp=xp, device=device
+        rows = prepare_rows(X_xp, normalize=True)
+        objective = LinearMarginObjective(
+            rows, xp.asarray(y, device=device), *settings[1:]
         )
         value, grad = objective.loss_gradient(params)
     # float32 fits agree to ~1e-2 (docs); NumPy's far row is finite, not NaN.

@@ -411,3 +411,102 @@ def test_cross_entropy_falls_back_to_numpy(monkeypatch, replacement):
     )
     chosen = _cross_entropy._select_cross_entropy()
     assert chosen is _cross_entropy._numpy_softmax_cross_entropy
+
+
+def _objective_in(kind, X, y, sw, margin, m, s):
+    """The same problem as a NumPy, CSR, array-api-strict or Dask objective."""
+    args = (3, sw, margin, m, s, 0.7, True)
+    if kind in ("numpy", "csr"):
+        rows = sparse.csr_matrix(X) if kind == "csr" else X
+        return LinearMarginObjective(
+            prepare_rows(rows, normalize=margin.uses_angle), y, *args
+        )
+    if kind == "array_api_strict":
+        xps = pytest.importorskip("array_api_strict", reason="needs array-api-strict")
+        rows = prepare_rows(xps.asarray(X), normalize=margin.uses_angle)
+        return LinearMarginObjective(rows, xps.asarray(y), *args)
+    dask = pytest.importorskip("dask", reason="needs dask")
+    from sklmargin.integrations.dask._objective import (
+        DaskMarginObjective,
+        prepare_chunk,
+    )
+
+    chunks = [
+        dask.delayed(prepare_chunk)(
+            X[i : i + 7],
+            y[i : i + 7],
+            sw[i : i + 7],
+            np.asarray,
+            margin.uses_angle,
+            0.0,
+        )  # fmt: skip
+        for i in range(0, len(y), 7)
+    ]
+    return DaskMarginObjective(
+        chunks, sw.sum(), X.shape[1], 0.0, 3, margin, m, s, 0.7, True
+    )
+
+
+@pytest.mark.parametrize("kind", ["numpy", "csr", "array_api_strict", "dask"])
+@pytest.mark.parametrize("loss", ["arcface", "l-softmax", "softmax"])
+def test_every_objective_gives_the_same_values_and_bias_problem(kind, loss):
+    """One objective class for every namespace, and Dask's reduction of it.
+
+    Value, gradient and the solver's bias-only problem (a protocol method)
+    agree with the NumPy objective's; the bias problem's gradient is the full
+    gradient's bias part at that bias.
+    """
+    rng = np.random.default_rng(3)
+    X, y = rng.standard_normal((30, 4)), np.arange(30) % 3
+    sw = rng.uniform(0.2, 2.0, 30)
+    margin = with_support_vectors(get_margin(loss), 1.2)
+    m, s = margin.resolve(None, None)
+    reference = _objective_in("numpy", X, y, sw, margin, m, s)
+    objective = _objective_in(kind, X, y, sw, margin, m, s)
+    params = rng.standard_normal(reference.n_params)
+    bias = rng.standard_normal(3)
+    trial = params.copy()
+    trial[-3:] = bias
+    with dask_synchronous():
+        value, grad = objective.loss_gradient(trial)
+        problem_value, problem_grad = objective.intercept_problem(params)(bias)
+    expected_value, expected_grad = reference.loss_gradient(trial)
+    assert value == pytest.approx(expected_value, rel=1e-12)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-10, atol=1e-13)
+    assert problem_value == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(problem_grad, grad[-3:], rtol=1e-10, atol=1e-13)
+
+
+def dask_synchronous():
+    """Dask's synchronous scheduler where Dask is installed, else nothing."""
+    import contextlib
+
+    try:
+        import dask
+    except ImportError:
+        return contextlib.nullcontext()
+    return dask.config.set(scheduler="synchronous")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_margin_free_logits_on_array_api_rows_equal_numpys(loss, dtype):
+    """Predict's logits: one function for NumPy and array-api-strict rows."""
+    xps = pytest.importorskip("array_api_strict", reason="needs array-api-strict")
+    from sklmargin._utils.array_api import to_numpy
+    from sklmargin.objective._linear import margin_free_logits
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((20, 5)).astype(dtype)
+    margin = get_margin(loss)
+    m, s = margin.resolve(None, None)
+    coef, intercept = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    lift = {"constant": 0.8, "constant_coef": rng.standard_normal(3)}
+    expected = margin_free_logits(margin, X, coef, intercept, s=s, **lift)
+    logits = margin_free_logits(margin, xps.asarray(X), coef, intercept, s=s, **lift)
+    assert isinstance(logits, type(xps.asarray(X)))
+    assert to_numpy(logits).dtype == expected.dtype
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(
+        to_numpy(logits), expected, rtol=rtol, atol=rtol * np.abs(expected).max()
+    )

@@ -90,3 +90,50 @@ def test_warm_continuation_from_a_solution_stays_there():
     warm = fit_continuation(objective, cold.params, tol=1e-4, warm=True)
     warm_value, _ = objective.value_and_state(warm.params)
     assert warm_value <= cold_value
+
+
+def test_optimal_intercept_asks_only_the_protocol():
+    """The start's bias problem is the objective's own (no type tests, no internals).
+
+    A stand-in objective with a quadratic bias problem and nothing else of an
+    in-memory objective: the start returns its minimiser, centred.
+    """
+    from sklmargin.objective._interface import ParameterLayout
+    from sklmargin.solver._start import optimal_intercept
+
+    target = np.array([1.0, -2.0, 4.0])
+
+    class QuadraticBias:
+        layout = ParameterLayout(3, 2, True)
+        unpack = layout.unpack
+
+        def intercept_problem(self, params):
+            return lambda b: (0.5 * float((b - target) @ (b - target)), b - target)
+
+    params = optimal_intercept(QuadraticBias(), np.zeros(9))
+    np.testing.assert_allclose(params[-3:], target - target.mean(), atol=1e-6)
+    np.testing.assert_array_equal(params[:-3], 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_class_sums_are_one_function_for_numpy_sparse_and_array_api(dtype):
+    """The start's class sums: NumPy, CSR and array-api-strict rows agree."""
+    from scipy import sparse
+
+    from sklmargin.solver._start import weighted_class_sums
+
+    xps = pytest.importorskip("array_api_strict", reason="needs array-api-strict")
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((50, 4)).astype(dtype)
+    y, sw = np.arange(50) % 3, rng.uniform(0.1, 2.0, 50)
+    expected = np.stack([(sw[y == j, None] * X[y == j]).sum(axis=0) for j in range(3)])
+    for rows, labels in [
+        (X, y),
+        (sparse.csr_matrix(X), y),
+        (xps.asarray(X), xps.asarray(y)),
+    ]:
+        sums = weighted_class_sums(rows, labels, sw, 3)
+        assert isinstance(sums, np.ndarray) and sums.dtype == np.float64
+        np.testing.assert_allclose(
+            sums, expected, rtol=1e-5 if dtype == np.float32 else 1e-12
+        )

@@ -167,15 +167,30 @@ def logits_in_dtype(logits, dtype):
     """
     dtype = np.dtype(dtype)
     if logits.dtype.itemsize > dtype.itemsize:
-        limit = float(np.finfo(dtype).max) / 64.0
         largest = float(np.max(np.abs(logits), initial=0.0))
-        if not largest < limit:
-            raise ValueError(
-                f"The logit scale reaches {largest:.3g}, beyond what {dtype} "
-                f"logits can hold (about {limit:.3g}): predict on "
-                f"{logits.dtype} rows, or refit with a lower s."
-            )
+        remedy = f"predict on {logits.dtype} rows, or refit with a lower s"
+        check_logit_range(largest, dtype, remedy)
     return logits.astype(dtype, copy=False)
+
+
+def check_logit_range(largest, dtype, remedy):
+    """Refuse logits (or a logit scale) of magnitude ``largest`` in ``dtype``.
+
+    The limit is ``finfo(dtype).max / 64``: cosines and margin targets are
+    bounded (``|h| <= 2 m + 1``), so logits below it stay finite, and so do
+    their softmax's sums.
+
+    Raises
+    ------
+    ValueError
+        Naming ``largest``, the dtype, the limit and ``remedy``.
+    """
+    limit = float(np.finfo(dtype).max) / 64.0
+    if not largest < limit:
+        raise ValueError(
+            f"The logit scale reaches {largest:.3g}, beyond what {np.dtype(dtype)} "
+            f"logits can hold (about {limit:.3g}): {remedy}."
+        )
 
 
 class FeatureScaleWarning(UserWarning):

@@ -7,7 +7,7 @@ scikit-learn's ``LogisticRegression(solver="lbfgs")`` does since 1.9: the
 rows, the feature map, the row preparation, the margins and the cross-entropy
 run in ``X``'s namespace on ``X``'s device; scipy's L-BFGS, the continuation
 and the SV rounds run on the host (:mod:`sklmargin.solver`, unchanged) on a
-:class:`~sklmargin.objective._namespace.NamespaceMarginObjective`.
+:class:`~sklmargin.objective.LinearMarginObjective` on the device's rows.
 
 What crosses between host and device:
 
@@ -19,7 +19,7 @@ What crosses between host and device:
   Nyström map copies ``X`` to the host once to choose its centres
   (:mod:`sklmargin.features._namespace`);
 * per L-BFGS evaluation: the ``K d + K`` parameters and the gradient, and a
-  few ``K``-vectors (:mod:`sklmargin.objective._namespace`);
+  few ``K``-vectors (:class:`sklmargin.objective.LinearMarginObjective`);
 * at the end of fit: the fitted arrays (``coef_``, ``intercept_``,
   ``constant_coef_``, the map's arrays) move to ``X``'s device, where
   scikit-learn keeps them; ``classes_`` stays a NumPy array (labels may be
@@ -36,7 +36,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._utils.array_api import (
-    RowBlockWriter,
     _is_host,
     check_same_namespace,
     numpy_dtype,
@@ -45,128 +44,22 @@ from .._utils.array_api import (
     to_numpy,
     wide_dtype,
 )
-from .._utils.compat import array_api_compat
 from .._utils.validation import check_sample_and_class_weight, check_two_classes
 from ..losses._additive import Softmax
-from ..objective._namespace import NamespaceMarginObjective, namespace_class_sums
+from ..objective import LinearMarginObjective
 from ..objective._pointwise import checked_logit_scale
-from ..objective._rows import _LARGE_SQUARED, TINY_NORM, PreparedRows
+from ..objective._rows import TINY_NORM, PreparedRows
+from ..objective._rows import lift_constant as namespace_lift_constant
+from ..objective._rows import lift_norms as _lifted
+from ..objective._rows import prepare_rows as namespace_prepare_rows
+from ..objective._rows import row_norms as namespace_row_norms
 from ..solver._start import solve_softmax_start, start_params
+from ..solver._start import weighted_class_sums as namespace_class_sums
 
 #: The fitted arrays that live on the fit's device.
 _DEVICE_ATTRIBUTES = ("coef_", "intercept_", "constant_coef_")
 #: The learned metric's arrays (learned on the host, from a row sample).
 _METRIC_ATTRIBUTES = ("input_transform_", "feature_relevance_", "metric_")
-
-
-# -- rows ------------------------------------------------------------------------
-def namespace_row_norms(X, xp):
-    """Row norms of ``X`` in float64 (where the device has it), overflow-safe.
-
-    As :func:`sklmargin.objective._rows.row_norms`: squares accumulated in float64 by
-    row blocks; rows whose squared norm would overflow are recomputed scaled
-    by their largest entry.
-    """
-    device = array_api_compat.device(X)
-    wide = wide_dtype(xp, device)
-    # Written into one vector: per-block vectors kept in a list would pin
-    # the heap between the blocks' large temporaries (measured: glibc then
-    # kept ~130 MB of freed torch blocks resident on 100k x 500 rows).
-    out = RowBlockWriter(xp, (X.shape[0],), wide, device)
-    for rows in row_slices(X.shape[0], 8 * max(X.shape[1], 1)):
-        block = xp.astype(X[rows, :], wide)
-        squared = xp.sum(block * block, axis=1)
-        if bool(xp.any(~(squared < _LARGE_SQUARED))):
-            peak = xp.max(xp.abs(block), axis=1)
-            # Array branches (zeros_like/ones_like), not Python scalars:
-            # ``where`` takes scalars only from the 2024.12 standard on
-            # (array-api-strict at 2023.12 refuses them).
-            safe = xp.where(peak > 0, peak, xp.ones_like(peak))
-            scaled = block / safe[:, None]
-            squared = xp.where(
-                peak > 0,
-                safe * xp.sqrt(xp.sum(scaled * scaled, axis=1)),
-                xp.zeros_like(peak),
-            )
-            out.write(rows, squared)  # already the norms
-        else:
-            out.write(rows, xp.sqrt(squared))
-    return out.result()
-
-
-def _lifted(norms, constant, xp):
-    if not constant:
-        return norms
-    return xp.hypot(norms, xp.full_like(norms, constant))
-
-
-def namespace_lift_constant(norms, n_features, sample_weight, constant_feature, xp):
-    """:func:`~sklmargin.objective._rows.lift_constant`: device norms, host weights."""
-    if not constant_feature:
-        return 0.0
-    peak = float(xp.max(norms))
-    if not peak > 0:
-        return float(constant_feature)
-    sw = to_device(sample_weight, xp, array_api_compat.device(norms), dtype=norms.dtype)
-    ratio = norms / peak
-    mean_square = float(xp.sum(sw * ratio * ratio)) / (
-        float(np.sum(sample_weight)) * max(n_features, 1)
-    )
-    return float(constant_feature) * peak * float(np.sqrt(mean_square))
-
-
-def namespace_prepare_rows(
-    X, xp, *, normalize, constant=0.0, norms=None, overwrite=False
-):
-    """:func:`sklmargin.objective._rows.prepare_rows` in the namespace.
-
-    Unit rows ``[x, c] / |[x, c]|``: the product in float64, then cast to
-    ``X``'s dtype, by row blocks written into one array.
-
-    Parameters
-    ----------
-    X : array of shape (n_samples, n_features)
-        float32 or float64 rows of namespace ``xp``.
-    xp : namespace
-    normalize : bool
-        Whether the loss works on unit rows (every loss but plain softmax).
-    constant : float, default=0.0
-        Lifting constant ``c``; 0 means no lift.
-    norms : array of shape (n_samples,), default=None
-        The plain row norms (:func:`namespace_row_norms`), if known.
-    overwrite : bool, default=False
-        Normalise an unlifted ``X`` in place (the caller owns it and needs it
-        no more: the kernel estimator's mapped rows), as the NumPy path does,
-        so that the fit holds one ``n x M`` matrix, not two. Ignored where the
-        namespace refuses slice assignment.
-
-    Returns
-    -------
-    PreparedRows
-        ``norms`` in ``X``'s dtype.
-    """
-    if not normalize:
-        return PreparedRows(X, None, 0.0)
-    dtype = X.dtype
-    norms = _lifted(
-        namespace_row_norms(X, xp) if norms is None else norms, constant, xp
-    )
-    inverse = 1.0 / xp.clip(norms, min=TINY_NORM)
-    shape = (X.shape[0], X.shape[1] + (1 if constant else 0))
-    device = array_api_compat.device(X)
-    writer = RowBlockWriter(
-        xp, shape, dtype, device, out=X if overwrite and not constant else None
-    )
-    for rows in row_slices(X.shape[0], 8 * (X.shape[1] + 1)):
-        factors = inverse[rows][:, None]
-        unit = xp.astype(X[rows, :], inverse.dtype)
-        unit *= factors  # in place: one wide temporary per block
-        unit = xp.astype(unit, dtype, copy=False)
-        if constant:
-            column = xp.astype(constant * factors, dtype)
-            unit = xp.concat([unit, column], axis=1)
-        writer.write(rows, unit)
-    return PreparedRows(writer.result(), xp.astype(norms, dtype), float(constant))
 
 
 # -- fit ---------------------------------------------------------------------------
@@ -227,19 +120,18 @@ def fit_array_api(estimator, X, y, sample_weight, xp, device):
         "lower s, or scale the data (e.g. StandardScaler)",
     )  # fmt: skip
     settings = (estimator.C, estimator.fit_intercept)
-    objective = NamespaceMarginObjective(
-        rows, y_device, len(classes), sample_weight, margin, m, s, *settings,
-        xp=xp, device=device,
-    )  # fmt: skip
+    objective = LinearMarginObjective(
+        rows, y_device, len(classes), sample_weight, margin, m, s, *settings
+    )
     totals = np.bincount(y_encoded, sample_weight, minlength=len(classes))
 
     def cold_start():
         if raw_start:
             # The raw rows are released once the start is solved (a warm
             # start never calls this and keeps them to the end of fit).
-            start = NamespaceMarginObjective(
+            start = LinearMarginObjective(
                 PreparedRows(raw.pop(), None, 0.0), y_device, len(classes),
-                sample_weight, Softmax(), 0.0, 1.0, *settings, xp=xp, device=device,
+                sample_weight, Softmax(), 0.0, 1.0, *settings,
             )  # fmt: skip
             x0 = start_params(start, totals, None, estimator.random_state)
             return solve_softmax_start(

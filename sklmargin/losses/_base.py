@@ -42,7 +42,7 @@ def _namespace(array):
     The margins are written once against this namespace: a NumPy input runs
     the very NumPy functions it always ran (``np.clip`` is ``xp.clip`` for
     ``xp = np``), a torch or CuPy input runs the same formulas on its device
-    (:mod:`sklmargin.objective._namespace`).
+    (:class:`sklmargin.objective.LinearMarginObjective` on array API rows).
     """
     if isinstance(array, np.ndarray):
         return np

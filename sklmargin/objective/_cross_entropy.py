@@ -2,8 +2,9 @@
 
 ``softmax_cross_entropy(z, y, sw)`` returns the weighted cross-entropy of the
 logits ``z`` and its gradient ``dloss/dz`` (written over ``z``). scikit-learn's
-compiled multinomial loss does it in one pass when it is importable and agrees
-with the numpy version on a probe; otherwise the numpy version is used.
+compiled multinomial loss does it in one pass (in place) when it is importable
+and agrees with :func:`array_cross_entropy` on a probe; otherwise that one,
+written for any array namespace (the device path's), is used.
 """
 
 from __future__ import annotations
@@ -11,23 +12,38 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.extmath import softmax
 
-from .._utils.compat import HalfMultinomialLoss
+from .._utils.compat import HalfMultinomialLoss, array_api_compat
+
+
+def array_cross_entropy(z, target_indicator, sw, xp):
+    r"""Weighted softmax cross-entropy of logits ``z`` and its gradient, any namespace.
+
+    .. math::
+
+        L = \sum_i w_i \big(\log \textstyle\sum_j e^{z_{ij} - \max_j z_{ij}}
+        - (z_{iy_i} - \max_j z_{ij})\big), \qquad
+        \frac{\partial L}{\partial z_{ij}} = w_i\,(p_{ij} - 1[j = y_i])
+
+    with the row maximum subtracted first (large ``s`` never overflows).
+    ``target_indicator`` is the one-hot label matrix in ``z``'s dtype; ``sw``
+    the weights summing to one, in whose dtype the loss is accumulated.
+    """
+    shifted = z - xp.max(z, axis=1, keepdims=True)
+    exp = xp.exp(shifted)
+    sum_exp = xp.sum(exp, axis=1)
+    # Only one non-zero term per row: the sum is the target entry, exactly.
+    shifted_y = xp.sum(shifted * target_indicator, axis=1)
+    per_sample = xp.log(sum_exp) - shifted_y
+    loss = float(xp.sum(sw * xp.astype(per_sample, sw.dtype)))
+    grad = (exp / sum_exp[:, None] - target_indicator) * xp.astype(sw, z.dtype)[:, None]
+    return loss, grad
 
 
 def _numpy_softmax_cross_entropy(z, y, sw):
-    """Weighted cross-entropy and ``dloss/dz``; overwrites ``z``."""
-    rows = np.arange(z.shape[0])
-    z_y = z[rows, y]
-    # log-sum-exp with the row max subtracted: large s never overflows.
-    z_max = z.max(axis=1)
-    z -= z_max[:, None]
-    np.exp(z, out=z)
-    sum_exp = z.sum(axis=1)
-    loss = float(sw @ (np.log(sum_exp) + z_max - z_y))
-    z /= sum_exp[:, None]
-    z[rows, y] -= 1.0
-    z *= sw.astype(z.dtype)[:, None]
-    return loss, z
+    """:func:`array_cross_entropy` of NumPy logits (the fallback)."""
+    xp = array_api_compat.array_namespace(z)
+    indicator = (y[:, None] == np.arange(z.shape[1])[None, :]).astype(z.dtype)
+    return array_cross_entropy(z, indicator, sw, xp)
 
 
 def _sklearn_softmax_cross_entropy(z, y, sw):

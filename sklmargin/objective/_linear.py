@@ -5,17 +5,35 @@
 ``C = X_hat W_hat^T`` from the coefficients, one GEMM forward and one GEMM
 back, the projection that normalised prototypes need, the bias and the L2
 penalty. :func:`margin_free_logits` is what predict computes from the fitted
-attributes, with the same cosine function and logit scale as training.
+attributes, with the same cosine function and logit scale as training. Both
+take rows of any array namespace (see :class:`LinearMarginObjective`).
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from scipy import sparse
 
-from ._interface import ParameterLayout
-from ._pointwise import _scale_fits, checked_logit_scale, pointwise_loss_gradient
-from ._rows import PreparedRows, lifted_cosines
+from .._utils.array_api import numpy_dtype, to_device, to_numpy
+from .._utils.compat import array_api_compat
+from ._interface import ObjectiveBase
+from ._pointwise import (
+    TargetEntries,
+    _scale_fits,
+    checked_logit_scale,
+    pointwise_loss_gradient,
+)
+from ._rows import (
+    TINY_NORM,
+    PreparedRows,
+    lifted_cosines,
+    namespace,
+    times_transposed,
+)
+
+array_namespace = array_api_compat.array_namespace
 
 
 def margin_free_logits(
@@ -26,47 +44,86 @@ def margin_free_logits(
     The cosines are :func:`~sklmargin.objective._rows.lifted_cosines` of the
     raw rows (no normalised copy of ``X`` at predict time), and the scale is the
     margin's :meth:`~sklmargin.losses._base.Margin.logit_scale`, the very function
-    training used, so the two cannot disagree.
+    training used, so the two cannot disagree. Rows of any namespace: the
+    logits come back in ``X``'s namespace, dtype and device (the fitted
+    arrays may be on the host or on that device).
 
     Parameters
     ----------
     margin : Margin or SupportVectorGuided
-    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
-    coef : ndarray of shape (n_classes, n_features)
-    intercept : ndarray of shape (n_classes,)
+    X : {ndarray, csr_matrix, array} of shape (n_samples, n_features)
+    coef : array of shape (n_classes, n_features)
+    intercept : array of shape (n_classes,)
     s : float or None
     constant : float, default=0.0
         The lift ``c``.
-    constant_coef : ndarray of shape (n_classes,) or None
+    constant_coef : array of shape (n_classes,) or None
         The prototypes' coordinate along the lift.
 
     Returns
     -------
-    ndarray of shape (n_samples, n_classes), in X's dtype.
+    array of shape (n_samples, n_classes), in X's dtype.
+
+    Raises
+    ------
+    ValueError
+        Where ``X``'s dtype cannot hold the logits
+        (:func:`~sklmargin.objective._pointwise.checked_logit_scale`).
     """
-    dtype = X.dtype
+    xp, device, wide = namespace(X)
+    dtype, np_dtype = X.dtype, numpy_dtype(X.dtype)
     remedy = "predict with float64 input, or refit with a smaller s"
+    intercept = to_numpy(intercept).astype(np_dtype, copy=False)
+    if xp is not None:
+        intercept = to_device(intercept, xp, device)
     if not margin.uses_angle:
-        raw = np.asarray(X @ coef.T.astype(dtype, copy=False))
+        raw = times_transposed(X, to_numpy(coef), dtype)
         # Checked like the angle losses' scale: s = 1e39 cast to float32 is inf.
-        scale = checked_logit_scale(margin, s, None, None, dtype, remedy)
-        return raw * scale.astype(dtype) + intercept.astype(dtype, copy=False)
+        scale = checked_logit_scale(margin, s, None, None, np_dtype, remedy)
+        return raw * (scale.astype(dtype) if xp is None else float(scale)) + intercept
     cos, norms, w_norm = lifted_cosines(
         X, coef, constant=constant, constant_coef=constant_coef
     )
-    norms = norms.astype(dtype)
-    scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
-    cos *= scale.astype(dtype)
-    return cos + intercept.astype(dtype, copy=False)
+    if xp is None:
+        norms = norms.astype(dtype)
+        scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
+        cos *= scale.astype(dtype)
+        return cos + intercept
+    # On a device: checked at the largest norm on the host (the scale grows
+    # with it), then computed there, in the rows' dtype.
+    norms = xp.astype(norms, dtype)
+    largest = np.array([float(xp.max(xp.astype(norms, wide)))])
+    checked_logit_scale(margin, s, largest, w_norm, np_dtype, remedy)
+    scale = margin.logit_scale(s, norms, to_device(w_norm, xp, device, wide))
+    scale = xp.asarray(scale, dtype=dtype, device=device)
+    return cos * scale + intercept
 
 
-class LinearMarginObjective:
+class DeviceState:
+    """A non-target state (SV-Softmax's mask) held on the rows' device.
+
+    The solver compares states with ``np.array_equal``, which for this object
+    calls :meth:`__eq__`: one reduction on the device, one bool to the host.
+    """
+
+    def __init__(self, mask, xp):
+        self.mask, self.xp = mask, xp
+
+    def __eq__(self, other):
+        if not isinstance(other, DeviceState):
+            return NotImplemented
+        return bool(self.xp.all(self.mask == other.mask))
+
+    __hash__ = None
+
+
+class LinearMarginObjective(ObjectiveBase):
     r"""Full training objective of a linear margin-softmax classifier.
 
-    Parameters are one flat vector ``[V.ravel(), b]`` with ``V`` of shape
-    ``(n_classes, n_features)`` (row ``j`` is class ``j``'s prototype, normalised
-    to ``W_hat = V / |V|`` row-wise by the angle losses) and ``b`` the per-class
-    bias (absent without intercept). The objective is
+    Parameters are one flat float64 vector ``[V.ravel(), b]`` with ``V`` of
+    shape ``(n_classes, n_features)`` (row ``j`` is class ``j``'s prototype,
+    normalised to ``W_hat = V / |V|`` row-wise by the angle losses) and ``b``
+    the per-class bias (absent without intercept). The objective is
 
     .. math::
 
@@ -74,8 +131,9 @@ class LinearMarginObjective:
         + \frac{1}{2 C \sum_i w_i} \|V\|^2
 
     with the penalty only for losses that depend on ``|v_j|`` (softmax,
-    L-Softmax). Cosines ``C = X_hat W_hat^T`` come from one GEMM; the gradient
-    goes back through one GEMM ``G^T X_hat`` and, for normalised prototypes, the
+    L-Softmax). Cosines ``C = X_hat W_hat^T`` come from one GEMM
+    (:func:`~sklmargin.objective._rows.lifted_cosines`); the gradient goes
+    back through one GEMM ``G^T X_hat`` and, for normalised prototypes, the
     projection
 
     .. math::
@@ -88,16 +146,30 @@ class LinearMarginObjective:
     prepared once (:func:`sklmargin.objective._rows.prepare_rows`) and the
     sample weights normalised once, here, never per evaluation.
 
+    One class for every array namespace, as scikit-learn's
+    ``LinearModelLoss``: the rows may be NumPy or SciPy sparse, or torch /
+    CuPy / array-api-strict arrays on their device (the array API fit). Then
+    what is ``O(n)`` stays on the device, in the rows' dtype: the two GEMMs,
+    the margin, the cross-entropy (:func:`pointwise_loss_gradient`); what is
+    ``O(K d)`` runs on the host in float64, written once for every namespace:
+    the parameters, the prototype norms, the radial projection, the L2 term
+    (scipy's L-BFGS stays on the host, as scikit-learn's
+    ``LogisticRegression(solver="lbfgs")`` since 1.9). Per evaluation ``W_hat``,
+    ``|w|`` and ``b`` go to the device and ``G^T X_hat``, the loss, the bias
+    gradient (and L-Softmax's scale gradient) come back; ``transfer_seconds``
+    sums the time of those copies (on an asynchronous device it includes
+    waiting for the computation).
+
     Parameters
     ----------
     rows : PreparedRows
         Unit rows and norms (raw rows for plain softmax), float32 or float64;
-        the computation runs in their dtype.
-    y : ndarray of shape (n_samples,)
-        Integer labels in ``0..n_classes-1``.
+        the computation runs in their dtype, namespace and device.
+    y : array of shape (n_samples,)
+        Integer labels in ``0..n_classes-1``, in the rows' namespace.
     n_classes : int
     sample_weight : ndarray of shape (n_samples,)
-        Validated, non-negative, positive sum.
+        Validated host weights, non-negative, positive sum.
     margin : Margin or SupportVectorGuided
     m, s, C : float
         Resolved hyper-parameters (``s`` None where the loss has none).
@@ -109,6 +181,12 @@ class LinearMarginObjective:
         The parameter vector's layout, shared with the Dask objective.
     constant : float
         The lift ``c`` of the prepared rows.
+    dtype : numpy.dtype
+        The rows' dtype as a NumPy dtype (that of the fitted attributes).
+    transfer_seconds : float
+        Wall time of the host/device copies, summed over evaluations (0 for
+        NumPy rows).
+    n_evaluations : int
 
     Notes
     -----
@@ -123,50 +201,65 @@ class LinearMarginObjective:
             raise TypeError(
                 "rows must be PreparedRows (see sklmargin.objective._rows)."
             )
-        self.rows = rows
-        self.X = rows.X
-        self.norms = rows.norms
-        self.dtype = rows.dtype
-        self.margin = margin
-        self.y = y
-        self.n_classes = n_classes
-        self.n_features = rows.n_features
-        self.constant = rows.constant
-        self.m, self.s, self.C = m, s, C
-        self.fit_intercept = fit_intercept
-        self.layout = ParameterLayout(n_classes, rows.n_features, fit_intercept)
-        # The bias is not rescaled: parametrised as b = s * beta (its gradient
-        # would then scale with s like the prototypes', so tol * s would mean
-        # the same for both) it cost 4-5x the L-BFGS iterations at s=100 on
-        # Nyström features (segment 39 -> 207, letter 50 -> 207) for accuracy
-        # changes within +-0.5 points.
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        self.sw_sum = float(sample_weight.sum())
-        self.sw = sample_weight / self.sw_sum
-        self.l2_strength = 1.0 / (C * self.sw_sum) if margin.penalized else 0.0
+        sw_sum = sample_weight.sum()
+        self._setup(margin, m, s, C, n_classes, rows.n_features, fit_intercept, sw_sum)
+        self.rows, self.X, self.norms, self.y = rows, rows.X, rows.norms, y
+        self.constant = rows.constant
+        self.xp, self.device, self.wide = namespace(rows.X)
+        self.dtype = numpy_dtype(rows.X.dtype)
+        self.transfer_seconds = 0.0
+        self.sw_host = sample_weight / self.sw_sum
+        self.sw = self._to_device(self.sw_host, self.wide)
+        self.targets = TargetEntries(y, n_classes)
+        # The largest row norm, once: the float32 overflow guard is judged on
+        # the host (a logit scale grows with the norms), without a sync.
+        self.largest_norm = None
+        if self.norms is not None:
+            xp = self.xp or array_namespace(self.norms)
+            self.largest_norm = float(xp.max(xp.astype(self.norms, self.wide)))
 
     def with_margin(self, margin):
         """Return the same problem (rows, weights, labels) under another margin."""
-        return LinearMarginObjective(
-            self.rows,
-            self.y,
-            self.n_classes,
-            self.sw * self.sw_sum,
-            margin,
-            self.m,
-            self.s,
-            self.C,
-            self.fit_intercept,
-        )
+        other = LinearMarginObjective(
+            self.rows, self.y, self.n_classes, self.sw_host * self.sw_sum, margin,
+            self.m, self.s, self.C, self.fit_intercept,
+        )  # fmt: skip
+        other.targets = self.targets
+        return other
 
-    @property
-    def n_params(self):
-        """Length of the flat parameter vector (:class:`ParameterLayout`)."""
-        return self.layout.n_params
+    # -- host <-> device: the only copies, timed --------------------------------
+    def _to_device(self, array, dtype):
+        """Return a host array in the rows' namespace and device (NumPy: as is)."""
+        if self.xp is None or array is None:
+            return array
+        start = time.perf_counter()
+        array = to_device(np.ascontiguousarray(array), self.xp, self.device, dtype)
+        self.transfer_seconds += time.perf_counter() - start
+        return array
 
-    def unpack(self, params):
-        """Split the flat vector into ``(V, b)`` views (``b`` None w/o intercept)."""
-        return self.layout.unpack(params)
+    def _to_host(self, array):
+        """Return a float64 host array (NumPy: as is when float64)."""
+        if self.xp is None:
+            return np.asarray(array, dtype=np.float64)
+        start = time.perf_counter()
+        array = np.asarray(to_numpy(array), dtype=np.float64)
+        self.transfer_seconds += time.perf_counter() - start
+        return array
+
+    def _state(self, state, to_device):
+        """Return a state as the margin (``to_device=False``) or the solver sees it."""
+        if self.xp is None or state is None:
+            return state
+        return DeviceState(state, self.xp) if to_device else state.mask
+
+    # -- forward ------------------------------------------------------------------
+    def _largest_scale(self, w_norm):
+        """Return the largest logit scale, on the host (monotone in the norms)."""
+        norms = self.largest_norm
+        norms = None if norms is None else np.array([norms], dtype=self.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.margin.logit_scale(self.s, norms, w_norm)
 
     def _forward(self, params):
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
@@ -180,54 +273,72 @@ class LinearMarginObjective:
             # invalid too: where partial sums of both signs overflow, inf - inf
             # is NaN (OpenBLAS's Sandybridge kernels sum in such an order).
             with np.errstate(over="ignore", invalid="ignore"):
-                cos = np.asarray(self.X @ coef.T.astype(self.dtype))
-            if cos.dtype != np.float64 and not np.all(np.isfinite(cos)):
+                cos = times_transposed(self.X, coef, self.X.dtype)
+            xp = self.xp or np
+            if self.dtype != np.float64 and not bool(xp.all(xp.isfinite(cos))):
                 # Raw logits of float32 rows of 1e20 and a line-search trial's
-                # coefficients overflow float32 (found by the fuzzer): in float64
-                # they are a large finite objective L-BFGS backtracks from.
-                cos = np.asarray(self.X.astype(np.float64) @ coef.T)
-        with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: see below
-            scale = self.margin.logit_scale(self.s, self.norms, w_norm)
-        if cos.dtype != np.float64 and not _scale_fits(scale, cos.dtype):
+                # coefficients overflow float32 (found by the fuzzer): in the
+                # wide dtype they are a large finite objective L-BFGS
+                # backtracks from.
+                cos = times_transposed(self._widened(self.X), coef, self.wide)
+        norms = self.norms
+        if self.dtype != np.float64 and not _scale_fits(
+            self._largest_scale(w_norm), self.dtype
+        ):
             # A line-search trial far out (L-Softmax's |x||w|, huge |w|, float32
             # rows of 1e20), or an s beyond float32 on tiny rows (A-Softmax's
             # s |x|), would overflow the dtype: evaluated in float64, it is a
             # large finite objective L-BFGS backtracks from, not inf/NaN.
-            cos = cos.astype(np.float64)
-            norms = None if self.norms is None else self.norms.astype(np.float64)
-            scale = self.margin.logit_scale(self.s, norms, w_norm)
+            cos, norms = self._widened(cos), self._widened(norms)
+        with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: see above
+            scale = self.margin.logit_scale(
+                self.s, norms, self._to_device(w_norm, self.wide)
+            )
         return cos, scale, w_hat, w_norm
 
-    def _pointwise(self, params, *, lam, state, return_scale_grad=False):
-        _, intercept = self.unpack(params)
-        cos, scale, w_hat, w_norm = self._forward(params)
-        result = pointwise_loss_gradient(
-            cos,
-            self.y,
-            self.margin,
-            self.m,
-            scale,
-            lam=lam,
-            intercept=intercept,
-            sample_weight=self.sw,
-            state=state,
-            return_scale_grad=return_scale_grad,
-            overwrite_cos=True,
-        )
-        return result, w_hat, w_norm
+    def _widened(self, array):
+        if array is None:
+            return None
+        if self.xp is None:
+            return array.astype(np.float64)
+        return self.xp.astype(array, self.wide)
 
-    def penalty(self, params):
-        """Return the L2 term ``|V|^2 / (2 C S)`` (zero for unpenalised losses)."""
-        return self.layout.penalty(params, self.l2_strength)
+    def _pointwise(self, cos, scale, intercept, *, lam=0.0, state=None, **kwargs):
+        """Run the pointwise layer on ``cos`` (overwritten), ``intercept`` on host."""
+        return pointwise_loss_gradient(
+            cos, self.y, self.margin, self.m, scale, lam=lam,
+            intercept=self._to_device(intercept, cos.dtype), sample_weight=self.sw,
+            state=self._state(state, to_device=False), overwrite_cos=True,
+            targets=self.targets, **kwargs,
+        )  # fmt: skip
 
-    def stationarity(self, params, grad):
-        """Largest gradient entry on the parameters' own scale.
+    def _host_objective(self, params):
+        """Return the NumPy objective on host rows for a trial the device cannot hold.
 
-        See :meth:`ParameterLayout.stationarity`: for normalised prototypes,
-        the gradient on the sphere ``|v_j| dF/dv_j``.
+        None unless ``params`` is a trial whose logit scale overflows float32
+        rows on a device without float64 (Apple's MPS), where the widening of
+        :meth:`_forward` is impossible. Then the trial is evaluated as the NumPy
+        fit evaluates it, in float64 on the host: a large finite objective
+        L-BFGS backtracks from, never NaN. The rows are copied to the host for
+        that evaluation only (a rare copy, not kept: on unified memory it would
+        double the rows).
         """
-        return self.layout.stationarity(params, grad, self.margin.normalizes_W)
+        if self.dtype == np.float64 or self.wide != self.X.dtype:
+            return None
+        coef, _ = self.unpack(params)
+        w_norm = None
+        if self.margin.uses_angle:
+            w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), TINY_NORM)
+        if _scale_fits(self._largest_scale(w_norm), self.dtype):
+            return None
+        norms = None if self.norms is None else to_numpy(self.norms)
+        rows = PreparedRows(to_numpy(self.X), norms, self.constant)
+        return LinearMarginObjective(
+            rows, to_numpy(self.y), self.n_classes, self.sw_host * self.sw_sum,
+            self.margin, self.m, self.s, self.C, self.fit_intercept,
+        )  # fmt: skip
 
+    # -- the solver's interface -----------------------------------------------------
     def value_and_state(self, params, *, lam=0.0):
         """Exact objective at ``params`` and the non-target state there.
 
@@ -235,28 +346,33 @@ class LinearMarginObjective:
         stateful margin (SV-Softmax) on this value and starts the next round
         with this state.
         """
-        result, _, _ = self._pointwise(params, lam=lam, state=None)
-        return result.loss + self.penalty(params), result.state
+        self.n_evaluations += 1
+        if (host := self._host_objective(params)) is not None:
+            value, state = host.value_and_state(params, lam=lam)
+            state = None if state is None else to_device(state, self.xp, self.device)
+            return value, self._state(state, to_device=True)
+        cos, scale, _, _ = self._forward(params)
+        result = self._pointwise(cos, scale, self.unpack(params)[1], lam=lam)
+        return result.loss + self.penalty(params), self._state(result.state, True)
 
     def loss_gradient(self, params, *, lam=0.0, state=None):
-        """Objective value and gradient (float64) at ``params``, one pass.
+        """Objective value and gradient (float64, host) at ``params``, one pass.
 
         ``lam`` softens L-/A-Softmax (0: the exact loss); ``state`` holds the
         non-target state fixed (None recomputes it at this point).
         """
-        coef, _ = self.unpack(params)
+        self.n_evaluations += 1
+        if (host := self._host_objective(params)) is not None:
+            state = self._state(state, to_device=False)
+            state = None if state is None else to_numpy(state)
+            return host.loss_gradient(params, lam=lam, state=state)
         depends_on_w = self.margin.scale_depends_on_w
-        result, w_hat, w_norm = self._pointwise(
-            params, lam=lam, state=state, return_scale_grad=depends_on_w
-        )
-        grad_cos = result.grad_cos
-
-        grad = np.empty_like(params)
-        grad_coef, grad_intercept = self.unpack(grad)
-        if sparse.issparse(self.X):
-            g = np.asarray((self.X.T @ grad_cos).T, dtype=np.float64)
-        else:
-            g = (grad_cos.T @ self.X).astype(np.float64, copy=False)
+        cos, scale, w_hat, w_norm = self._forward(params)
+        result = self._pointwise(
+            cos, scale, self.unpack(params)[1], lam=lam, state=state,
+            return_scale_grad=depends_on_w,
+        )  # fmt: skip
+        g = self._to_host(self._backward(result.grad_cos))
         if self.margin.uses_angle:
             # Every angle loss sees V only through W_hat = V / |V|: project.
             radial = np.einsum("ij,ij->i", g, w_hat)
@@ -265,17 +381,53 @@ class LinearMarginObjective:
         if depends_on_w:
             # The scale is proportional to |w_j| (Margin.scale_depends_on_w):
             # dloss/d|w_j| = sum_i (dloss/dscale_ij) scale_ij / |w_j|, along w_hat.
-            unit_scale = np.broadcast_to(
-                self.margin.logit_scale(self.s, self.norms, np.ones(self.n_classes)),
-                grad_cos.shape,
-            )
-            grad_norm = np.einsum("ij,ij->j", result.grad_scale, unit_scale)
-            g += grad_norm.astype(np.float64)[:, None] * w_hat
+            ones = self._to_device(np.ones(self.n_classes), self.wide)
+            unit_scale = self.margin.logit_scale(self.s, self.norms, ones)
+            grad_norm = self._to_host(_column_dots(result.grad_scale, unit_scale))
+            g += grad_norm[:, None] * w_hat
+        grad = np.empty_like(params)
+        grad_coef, grad_intercept = self.unpack(grad)
         grad_coef[:] = g
-        loss = result.loss
-        if self.l2_strength:
-            loss += self.penalty(params)
-            grad_coef += self.l2_strength * coef
         if grad_intercept is not None:
-            grad_intercept[:] = result.grad_intercept
-        return loss, grad
+            grad_intercept[:] = self._to_host(result.grad_intercept)
+        return self._penalised(params, result.loss, grad)
+
+    def _backward(self, grad_cos):
+        """``G^T X_hat``, in ``G``'s dtype (NumPy: sparse products as they come)."""
+        if sparse.issparse(self.X):
+            return (self.X.T @ grad_cos).T
+        X = self.X
+        if self.xp is not None and grad_cos.dtype != X.dtype:
+            X = self.xp.astype(X, grad_cos.dtype)
+        return grad_cos.T @ X
+
+    def intercept_problem(self, params):
+        """``f(b) -> (value, gradient over b)`` on the cosines of one forward GEMM.
+
+        Then ``O(n K)`` per step, in float64 whatever the rows' dtype: a
+        float32 bias problem stops on its round-off, and float32 and float64
+        fits would then start apart and end apart (iris ArcFace: 0.06 in
+        ``coef_``). The margin is unsoftened and its state recomputed.
+        """
+        if (host := self._host_objective(params)) is not None:
+            return host.intercept_problem(params)
+        cos, scale, _, _ = self._forward(params)
+        xp = self.xp or array_namespace(cos)
+        cos = xp.astype(cos, self.wide)
+        scale = xp.asarray(scale, dtype=self.wide, device=self.device)
+        penalty = self.penalty(params)
+
+        def on_fixed_cosines(intercept):
+            # it writes its logits over the cosines it is given: a copy each
+            result = self._pointwise(xp.asarray(cos, copy=True), scale, intercept)
+            return result.loss + penalty, self._to_host(result.grad_intercept)
+
+        return on_fixed_cosines
+
+
+def _column_dots(a, b):
+    """``sum_i a_ij b_ij`` per column (``b`` broadcast to ``a``'s shape)."""
+    if isinstance(a, np.ndarray):
+        return np.einsum("ij,ij->j", a, np.broadcast_to(b, a.shape))
+    xp = array_namespace(a)
+    return xp.sum(a * xp.broadcast_to(b, a.shape), axis=0)

@@ -6,6 +6,11 @@ the weighted mean cross-entropy of the margin logits and its gradient with
 respect to the cosines (and the bias, and the logit scale where it depends on
 ``|w|``); :func:`checked_logit_scale` refuses a scale the dtype cannot hold.
 The chain rule to the parameters is :mod:`sklmargin.objective._linear`'s.
+
+:func:`pointwise_loss_gradient` is written once for every array namespace
+(the cosines' own, on their device): :class:`TargetEntries` holds its only
+namespace-specific kernels, NumPy's in-place fancy indexing and compiled
+cross-entropy against a one-hot mask and ``where`` elsewhere.
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._utils.validation import check_weights
+from .._utils.array_api import wide_dtype
+from .._utils.compat import array_api_compat
+from .._utils.validation import check_logit_range, check_weights
 from ..losses._registry import get_margin
 from ..losses._support_vectors import with_support_vectors
-from ._cross_entropy import softmax_cross_entropy
+from ._cross_entropy import array_cross_entropy, softmax_cross_entropy
+
+array_namespace = array_api_compat.array_namespace
 
 # Room left by a logit scale for |f|, |f'| (~1e3 at the float32 cosine clip).
 _SCALE_HEADROOM = 2.0**16
@@ -33,6 +42,74 @@ class PointwiseResult(NamedTuple):
     state: object
 
 
+class TargetEntries:
+    """The target entries ``(i, y_i)`` of ``(n, K)`` arrays, and the cross-entropy.
+
+    The pointwise layer's only namespace branch, built once per objective.
+    NumPy labels: fancy indexing, written in place, and the compiled fused
+    cross-entropy (:mod:`._cross_entropy`). Labels of another array API
+    namespace (on their device): ``take_along_axis``, a one-hot mask for
+    ``where`` (the standard has no fancy-index assignment) and the namespace
+    cross-entropy.
+
+    Parameters
+    ----------
+    y : array of shape (n_samples,)
+        Integer labels ``0..n_classes-1``.
+    n_classes : int
+
+    Attributes
+    ----------
+    wide : dtype
+        float64, or float32 on a device without it: sums and the target
+        transform run in it.
+    """
+
+    def __init__(self, y, n_classes):
+        self.y = y
+        self.xp = None if isinstance(y, np.ndarray) else array_namespace(y)
+        if self.xp is None:
+            self.rows = np.arange(y.shape[0])
+            self.wide = np.float64
+        else:
+            device = array_api_compat.device(y)
+            self.wide = wide_dtype(self.xp, device)
+            classes = self.xp.arange(n_classes, device=device)
+            self.mask = y[:, None] == classes[None, :]
+            self._indicators = {}
+
+    def take(self, a):
+        """Return ``a[i, y_i]`` for every row."""
+        if self.xp is None:
+            return a[self.rows, self.y]
+        return self.xp.take_along_axis(a, self.y[:, None], axis=1)[:, 0]
+
+    def put(self, a, values):
+        """Return ``a`` with ``a[i, y_i] = values[i]`` (in place for NumPy)."""
+        if self.xp is None:
+            a[self.rows, self.y] = values
+            return a
+        return self.xp.where(self.mask, self.xp.astype(values, a.dtype)[:, None], a)
+
+    def cross_entropy(self, z, sw):
+        """Weighted softmax cross-entropy of ``z`` and its gradient (over ``z``)."""
+        if self.xp is None:
+            return softmax_cross_entropy(z, self.y, sw)
+        if z.dtype not in self._indicators:
+            self._indicators[z.dtype] = self.xp.astype(self.mask, z.dtype)
+        return array_cross_entropy(z, self._indicators[z.dtype], sw, self.xp)
+
+
+def _check_margin_output(margin, values):
+    # A margin must compute in its argument's namespace (torch in, torch out).
+    if isinstance(values, np.ndarray):
+        raise TypeError(
+            f"The margin {margin!r} returned NumPy arrays for array API input: "
+            "a margin used with array API inputs must compute with the namespace "
+            "of its argument (see sklmargin.losses)."
+        )
+
+
 def pointwise_loss_gradient(
     cos,
     y,
@@ -46,30 +123,34 @@ def pointwise_loss_gradient(
     state=None,
     return_scale_grad=False,
     overwrite_cos=False,
+    targets=None,
 ):
     """Weighted mean margin cross-entropy and its gradients (internal layer).
 
     Logits are ``z = scale * h + b`` with ``h_iy = f(cos_iy)`` on the target
     (:meth:`Margin.target`) and ``h_ik`` the margin's non-target transform of
     the other cosines (identity unless the margin has one, e.g. SV-Softmax).
+    Written once for every array namespace: ``cos`` and everything it meets
+    live in one namespace, on one device; :class:`TargetEntries` holds the
+    only namespace-specific kernels.
 
     Parameters
     ----------
-    cos : ndarray of shape (n_samples, n_classes)
+    cos : array of shape (n_samples, n_classes)
         Cosines (raw logits for softmax).
-    y : ndarray of shape (n_samples,)
+    y : array of shape (n_samples,)
         Integer labels in ``0..n_classes-1``.
     margin : Margin or SupportVectorGuided
     m : float
-    scale : float or ndarray broadcastable to (n_samples, n_classes)
+    scale : float or array broadcastable to (n_samples, n_classes)
         The margin's :meth:`~Margin.logit_scale`.
     lam : float
         Softening of L-/A-Softmax.
-    intercept : ndarray of shape (n_classes,) or None
+    intercept : array of shape (n_classes,) or None
         Added to every logit.
-    sample_weight : ndarray of shape (n_samples,) or None
-        Weights that already sum to one (the objective normalises them once);
-        None means uniform.
+    sample_weight : array of shape (n_samples,) or None
+        Weights that already sum to one (the objective normalises them once),
+        float64 where the device has it; None means uniform.
     state : object or None
         Non-target state to hold fixed (SV-Softmax's mask); computed from
         ``cos`` when None and the margin has one.
@@ -78,25 +159,36 @@ def pointwise_loss_gradient(
     overwrite_cos : bool
         Reuse ``cos``'s memory for the logits when nothing else needs it (saves
         an (n_samples, n_classes) allocation and a pass per evaluation).
+    targets : TargetEntries, default=None
+        Built from ``y`` when None (the objective builds it once).
 
     Returns
     -------
     PointwiseResult
         ``loss``; ``grad_cos`` (the state held constant); ``grad_intercept``,
-        the column sums of ``dloss/dz``; ``grad_scale`` (only with
-        ``return_scale_grad``); the ``state`` used.
+        the column sums of ``dloss/dz`` in float64 (where the device has it);
+        ``grad_scale`` (only with ``return_scale_grad``); the ``state`` used.
     """
-    n_samples = cos.shape[0]
-    dtype = cos.dtype
-    rows = np.arange(n_samples)
-    sw = np.full(n_samples, 1.0 / n_samples) if sample_weight is None else sample_weight
+    targets = TargetEntries(y, cos.shape[1]) if targets is None else targets
+    xp = array_namespace(cos)
+    device = array_api_compat.device(cos)
+    wide = targets.wide
+    n_samples, dtype = cos.shape[0], cos.dtype
+    if sample_weight is None:
+        sample_weight = xp.full(
+            (n_samples,), 1.0 / n_samples, dtype=wide, device=device
+        )
 
     # The target hook runs in float64 on the n target cosines (cheap): near an
     # anti-parallel target, 1/sin(theta) in float32 is several percent off.
-    cos_y = cos[rows, y].astype(np.float64)
+    cos_y = xp.astype(targets.take(cos), wide)
     f_y, df_y = margin.target(cos_y, m, lam)
-    scale = np.asarray(scale, dtype=dtype)
-    scale_y = scale if scale.ndim == 0 else np.broadcast_to(scale, cos.shape)[rows, y]
+    if targets.xp is not None:
+        _check_margin_output(margin, f_y)
+    scale = xp.asarray(scale, dtype=dtype, device=device)
+    scale_y = (
+        scale if scale.ndim == 0 else targets.take(xp.broadcast_to(scale, cos.shape))
+    )
 
     if state is None:
         state = margin.non_target_state(cos, y, f_y)
@@ -109,24 +201,23 @@ def pointwise_loss_gradient(
         z *= scale
     else:
         z = h * scale
-    z[rows, y] = scale_y * f_y
+    z = targets.put(z, scale_y * f_y)
     if intercept is not None:
-        z += intercept.astype(dtype, copy=False)
+        z += xp.astype(intercept, dtype, copy=False)
 
-    loss, grad_logits = softmax_cross_entropy(z, y, sw)
-    grad_intercept = grad_logits.sum(axis=0, dtype=np.float64)
+    loss, grad_logits = targets.cross_entropy(z, sample_weight)
+    grad_intercept = xp.sum(grad_logits, axis=0, dtype=wide)
     grad_scale = None
-    if return_scale_grad:  # dloss/dscale = dloss/dz * h
-        grad_scale = h * grad_logits
-        grad_scale[rows, y] = grad_logits[rows, y] * f_y
+    if return_scale_grad:  # dloss/dscale = dloss/dz * h (f_y on the target)
+        grad_scale = targets.put(h * grad_logits, targets.take(grad_logits) * f_y)
 
     # dz/dcos = scale * dh on non-targets, scale * f'(cos_y) on the target.
-    grad_target = grad_logits[rows, y] * (scale_y * df_y)
+    grad_target = targets.take(grad_logits) * (scale_y * df_y)
     grad_cos = grad_logits
     grad_cos *= scale
     if dh is not None:
         grad_cos *= dh
-    grad_cos[rows, y] = grad_target
+    grad_cos = targets.put(grad_cos, grad_target)
     return PointwiseResult(loss, grad_cos, grad_intercept, grad_scale, state)
 
 
@@ -309,13 +400,7 @@ def checked_logit_scale(margin, s, norms, w_norm, dtype, remedy):
     norms = None if norms is None else np.asarray(norms, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         scale = np.asarray(margin.logit_scale(s, norms, w_norm), dtype=np.float64)
-    largest = float(np.max(np.abs(scale), initial=0.0))
-    limit = float(np.finfo(dtype).max) / 64.0
-    if not largest < limit:
-        raise ValueError(
-            f"The logit scale reaches {largest:.3g}, beyond what {np.dtype(dtype)} "
-            f"logits can hold (about {limit:.3g}): {remedy}."
-        )
+    check_logit_range(float(np.max(np.abs(scale), initial=0.0)), dtype, remedy)
     return scale
 
 

@@ -17,6 +17,16 @@ instead of copying ``X``), the ONNX reference on the exported arrays.
 normalising is one-to-one (the inverse gnomonic projection onto a hemisphere):
 a cosine classifier then keeps what ``|x|`` says instead of seeing directions
 only.
+
+Every function here takes rows of any array API namespace (NumPy and SciPy
+sparse matrices included) and computes in that namespace, on the rows'
+device, as scikit-learn's array API code does: the namespace is looked up
+once per call (:func:`namespace`) and NumPy differs only in leaf kernels
+that pay for themselves (``einsum`` row norms without a float64 copy,
+normalisation in place, sparse products). Other namespaces work by row
+blocks, so that their float64 temporaries stay within the block budget of
+:mod:`sklmargin._utils.blocks`. Norms and sums run in float64, or the widest
+float the device has (:func:`sklmargin._utils.array_api.wide_dtype`).
 """
 
 from __future__ import annotations
@@ -26,6 +36,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from .._utils.array_api import (
+    RowBlockWriter,
+    row_slices,
+    to_device,
+    to_numpy,
+    wide_dtype,
+)
+from .._utils.compat import array_api_compat
+
 # Norms below this are treated as this: an all-zero row or a collapsed prototype
 # then has cosine 0 with everything instead of 0/0 = NaN.
 TINY_NORM = 1e-30
@@ -34,7 +53,32 @@ TINY_NORM = 1e-30
 _LARGE_SQUARED = 1e300
 
 
-def row_norms(X):
+def namespace(X):
+    """``(xp, device, wide)`` of rows ``X``; ``xp`` is None for NumPy and sparse.
+
+    ``wide`` is the dtype accumulations run in: float64, or float32 on a
+    device without float64 (Apple's MPS). None marks the NumPy leaf kernels.
+    """
+    if isinstance(X, np.ndarray) or sparse.issparse(X):
+        return None, "cpu", np.float64
+    xp = array_api_compat.array_namespace(X)
+    device = array_api_compat.device(X)
+    return xp, device, wide_dtype(xp, device)
+
+
+def _rescaled_norms(rows, xp):
+    """Return ``a |x / a|`` per row, ``a = max |x|``: no square overflows."""
+    peak = xp.max(xp.abs(rows), axis=1)
+    # Array branches, not Python scalars: ``where`` takes scalars only from
+    # the 2024.12 standard on (array-api-strict at 2023.12 refuses them).
+    safe = xp.where(peak > 0, peak, xp.ones_like(peak))
+    scaled = rows / safe[:, None]
+    return xp.where(
+        peak > 0, safe * xp.sqrt(xp.sum(scaled * scaled, axis=1)), xp.zeros_like(peak)
+    )
+
+
+def row_norms(X, xp=None):
     """Euclidean norms of the rows of ``X``, in float64, for any finite input.
 
     Squares are accumulated in float64 (a float32 entry of 1e20 squares to
@@ -43,60 +87,117 @@ def row_norms(X):
 
     Parameters
     ----------
-    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
+    X : {ndarray, csr_matrix, array} of shape (n_samples, n_features)
+    xp : namespace, default=None
+        Ignored (the namespace is ``X``'s); accepted for symmetry with the
+        other array API helpers.
 
     Returns
     -------
-    ndarray of shape (n_samples,)
+    array of shape (n_samples,), in ``X``'s namespace and on its device
     """
-    if sparse.issparse(X):
-        data = X.data.astype(np.float64, copy=False)
-        squared = np.asarray(
-            sparse.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape).sum(
-                axis=1
-            )
-        ).ravel()
-    else:
-        squared = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    norms = np.sqrt(squared)
-    large = ~(squared < _LARGE_SQUARED)
-    if np.any(large):
-        for i in np.flatnonzero(large):
-            row = X[i].toarray().ravel() if sparse.issparse(X) else X[i]
-            row = row.astype(np.float64)
-            peak = np.max(np.abs(row), initial=0.0)
-            norms[i] = peak * np.sqrt(np.sum((row / peak) ** 2)) if peak > 0 else 0.0
-    return norms
+    xp, device, wide = namespace(X)
+    if xp is None:
+        if sparse.issparse(X):
+            data = X.data.astype(np.float64, copy=False)
+            squared = sparse.csr_matrix(
+                (data * data, X.indices, X.indptr), shape=X.shape
+            ).sum(axis=1)
+            squared = np.asarray(squared).ravel()
+        else:
+            squared = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        norms = np.sqrt(squared)
+        large = ~(squared < _LARGE_SQUARED)
+        if np.any(large):
+            rows = X[np.flatnonzero(large)]
+            rows = rows.toarray() if sparse.issparse(rows) else rows
+            norms[large] = _rescaled_norms(rows.astype(np.float64), np)
+        return norms
+    # Written into one vector: per-block vectors kept in a list would pin the
+    # heap between the blocks' large temporaries (measured: glibc then kept
+    # ~130 MB of freed torch blocks resident on 100k x 500 rows).
+    out = RowBlockWriter(xp, (X.shape[0],), wide, device)
+    for rows in row_slices(X.shape[0], 8 * max(X.shape[1], 1)):
+        block = xp.astype(X[rows, :], wide)
+        squared = xp.sum(block * block, axis=1)
+        if bool(xp.any(~(squared < _LARGE_SQUARED))):
+            out.write(rows, _rescaled_norms(block, xp))
+        else:
+            out.write(rows, xp.sqrt(squared))
+    return out.result()
 
 
-def lift_constant(norms, n_features, sample_weight, constant_feature):
-    """Value ``c`` of the lifting feature: ``constant_feature`` times the RMS.
+def lift_statistics(norms, sample_weight):
+    """Largest row norm ``p`` and ``sum_i w_i (|x_i| / p)^2`` of one row set.
 
-    The root-mean-square is over all entries, weighted by the rows'
-    ``sample_weight``, so integer weights equal repeated rows; it is computed
-    from the row norms :func:`row_norms` already gave (no second pass over X).
-    Returns 0.0 when ``constant_feature`` is None or 0 (no lift).
+    The statistic :func:`lift_constant` needs, from host weights and norms of
+    any namespace; row chunks (Dask) combine theirs with
+    :func:`lift_from_statistics`. ``(0, 0)`` for all-zero rows.
+    """
+    xp = array_api_compat.array_namespace(norms)
+    peak = float(xp.max(norms))
+    if not peak > 0:
+        return 0.0, 0.0
+    weights = sample_weight
+    if not isinstance(norms, np.ndarray):
+        weights = to_device(
+            sample_weight, xp, array_api_compat.device(norms), dtype=norms.dtype
+        )
+    # Scale before squaring (norms may be ~1e200 in float64).
+    return peak, float(weights @ (norms / peak) ** 2)
+
+
+def lift_from_statistics(statistics, weight_total, n_features, constant_feature):
+    """Combine per-part :func:`lift_statistics` into the lift ``c``.
+
+    ``sum_c q_c (p_c / p)^2`` with ``p = max_c p_c`` is the weighted sum of
+    squared norms over ``p^2``, without squaring a huge norm.
     """
     if not constant_feature:
         return 0.0
-    # Scale before squaring (norms may be ~1e200 in float64).
-    peak = float(np.max(norms, initial=0.0))
+    stats = np.array(statistics, dtype=np.float64).reshape(-1, 2)
+    peak = float(stats[:, 0].max(initial=0.0))
     if not peak > 0:
         return float(constant_feature)
-    mean_square = float(sample_weight @ (norms / peak) ** 2) / (
-        sample_weight.sum() * max(n_features, 1)
+    mean_square = float(stats[:, 1] @ (stats[:, 0] / peak) ** 2) / (
+        weight_total * max(n_features, 1)
     )
     return float(constant_feature) * peak * float(np.sqrt(mean_square))
 
 
-def lifted_norms(X, constant=0.0, norms=None):
-    """``|[x_i, c]|`` in float64 (``|x_i|`` when ``c`` is 0), overflow-safe.
+def lift_constant(norms, n_features, sample_weight, constant_feature, xp=None):
+    """Value ``c`` of the lifting feature: ``constant_feature`` times the RMS.
 
-    ``norms``, the plain row norms, are reused when given.
+    The root-mean-square is over all entries, weighted by the rows'
+    ``sample_weight`` (host float64), so integer weights equal repeated rows;
+    it is computed from the row norms :func:`row_norms` already gave (no
+    second pass over X). Returns 0.0 when ``constant_feature`` is None or 0
+    (no lift). ``xp`` is ignored (the norms' namespace is used).
     """
-    norms = row_norms(X) if norms is None else norms
-    # sqrt(|x|^2 + c^2) without squaring a possibly huge |x|.
-    return np.hypot(norms, constant) if constant else norms
+    if not constant_feature:
+        return 0.0
+    statistics = lift_statistics(norms, sample_weight)
+    return lift_from_statistics(
+        [statistics], float(np.sum(sample_weight)), n_features, constant_feature
+    )
+
+
+def lift_norms(norms, constant, xp=None):
+    """``|[x_i, c]| = hypot(|x_i|, c)``: no huge norm is squared."""
+    if not constant:
+        return norms
+    if isinstance(norms, np.ndarray):
+        return np.hypot(norms, constant)
+    xp = array_api_compat.array_namespace(norms)
+    return xp.hypot(norms, xp.full_like(norms, constant))
+
+
+def times_transposed(X, coef, dtype):
+    """``X @ coef.T`` with host ``coef`` cast to ``dtype``, in ``X``'s namespace."""
+    xp, device, _ = namespace(X)
+    if xp is None:
+        return np.asarray(X @ coef.T.astype(dtype, copy=False))
+    return X @ to_device(np.ascontiguousarray(coef.T), xp, device, dtype=dtype)
 
 
 def lifted_cosines(
@@ -110,14 +211,17 @@ def lifted_cosines(
         {\max(|[x_i, c]|, \epsilon)\; \max(|[w_j, w_{c,j}]|, \epsilon)}
 
     with :data:`TINY_NORM` as :math:`\epsilon` (a zero row or a collapsed
-    prototype has cosine 0, not 0/0). The prototypes are normalised first and
-    the product runs in ``X``'s dtype.
+    prototype has cosine 0, not 0/0). The prototypes are normalised first, on
+    the host in float64, and the product runs in ``X``'s dtype, namespace and
+    device.
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix, array} of shape (n_samples, n_features)
         Raw rows, or rows already lifted and normalised (``unit_rows``).
     coef : ndarray of shape (n_classes, n_features)
+        Host prototypes (other namespaces are copied to the host: ``K d``
+        numbers).
     constant : float, default=0.0
         The lift ``c`` (0: none; rows prepared by :func:`prepare_rows` carry
         it as their last column already).
@@ -131,14 +235,17 @@ def lifted_cosines(
 
     Returns
     -------
-    cos : ndarray of shape (n_samples, n_classes), in ``X``'s dtype
-    norms : ndarray of shape (n_samples,) or None
+    cos : array of shape (n_samples, n_classes), in ``X``'s dtype
+    norms : array of shape (n_samples,) or None
         ``|[x_i, c]|`` in float64 (None for ``unit_rows``).
     w_norm : ndarray of shape (n_classes,) or None
-        ``|[w_j, w_{c,j}]|`` floored, float64 (None without normalisation).
+        ``|[w_j, w_{c,j}]|`` floored, float64, on the host (None without
+        normalisation).
     """
+    xp, device, _ = namespace(X)
     dtype = X.dtype
-    lift = constant_coef if constant else None
+    coef = to_numpy(coef)
+    lift = to_numpy(constant_coef) if constant else None
     w_norm = None
     if normalize_coef:
         squared = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
@@ -148,14 +255,18 @@ def lifted_cosines(
         coef = coef / w_norm[:, None]
         if lift is not None:
             lift = lift / w_norm
-    cos = np.asarray(X @ coef.T.astype(dtype, copy=False))
+    cos = times_transposed(X, coef, dtype)
     if lift is not None:
-        cos += (constant * np.asarray(lift, dtype=np.float64)).astype(dtype)
+        shift = constant * np.asarray(lift, dtype=np.float64)
+        cos += (
+            shift.astype(dtype) if xp is None else to_device(shift, xp, device, dtype)
+        )
     if unit_rows:
         return cos, None, w_norm
     with np.errstate(over="ignore"):
-        norms = lifted_norms(X, constant)
-    cos *= (1.0 / np.maximum(norms, TINY_NORM)).astype(dtype)[:, None]
+        norms = lift_norms(row_norms(X), constant)
+    inverse = _floored_inverse(norms)
+    cos *= (inverse.astype(dtype) if xp is None else xp.astype(inverse, dtype))[:, None]
     return cos, norms, w_norm
 
 
@@ -189,34 +300,56 @@ class PreparedRows:
         return self.X.dtype
 
 
-def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
+def prepare_rows(X, xp=None, *, normalize, constant=0.0, norms=None, overwrite=False):
     """Lift and normalise ``X`` once, for fit or predict.
+
+    Unit rows ``[x, c] / |[x, c]|``: the product in float64, then cast to
+    ``X``'s dtype (a float32 ``x`` of 1e20 times 1e-20 is exact to rounding,
+    and no float32 intermediate overflows). Other namespaces than NumPy work
+    by row blocks written into one array.
 
     Parameters
     ----------
-    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
-        float32 or float64; the result keeps the dtype.
+    X : {ndarray, csr_matrix, array} of shape (n_samples, n_features)
+        float32 or float64; the result keeps the dtype, namespace and device.
+    xp : namespace, default=None
+        Ignored (the namespace is ``X``'s).
     normalize : bool
         Whether the loss works on unit rows (every loss but plain softmax).
     constant : float, default=0.0
         Lifting constant ``c``; 0 means no lift.
-    norms : ndarray of shape (n_samples,), default=None
+    norms : array of shape (n_samples,), default=None
         The plain row norms (:func:`row_norms`) if the caller has them already.
     overwrite : bool, default=False
         Normalise a dense, unlifted ``X`` in place (the caller owns it and needs
         it no more: the kernel estimator's mapped rows), so that the fit holds
-        one n x M matrix, not two.
+        one n x M matrix, not two. Ignored where the namespace refuses slice
+        assignment.
 
     Returns
     -------
     PreparedRows
+        ``norms`` in ``X``'s dtype.
     """
     if not normalize:
         return PreparedRows(X, None, 0.0)
-    norms = lifted_norms(X, constant, norms)
-    inverse = 1.0 / np.maximum(norms, TINY_NORM)
+    xp, device, _ = namespace(X)
+    norms = lift_norms(row_norms(X) if norms is None else norms, constant)
+    inverse = _floored_inverse(norms)
+    if xp is not None:
+        shape = (X.shape[0], X.shape[1] + (1 if constant else 0))
+        out = X if overwrite and not constant else None
+        writer = RowBlockWriter(xp, shape, X.dtype, device, out=out)
+        for rows in row_slices(X.shape[0], 8 * (X.shape[1] + 1)):
+            factors = inverse[rows][:, None]
+            unit = xp.astype(X[rows, :], inverse.dtype)
+            unit *= factors  # in place: one wide temporary per block
+            unit = xp.astype(unit, X.dtype, copy=False)
+            if constant:
+                unit = xp.concat([unit, xp.astype(constant * factors, X.dtype)], axis=1)
+            writer.write(rows, unit)
+        return PreparedRows(writer.result(), xp.astype(norms, X.dtype), float(constant))
     if overwrite and not constant and not sparse.issparse(X):
-        # As _lift_and_scale_rows: the product in float64, then cast.
         unit = np.multiply(X, inverse[:, None], out=X, casting="unsafe")
     else:
         unit = _lift_and_scale_rows(X, inverse, constant)
@@ -225,8 +358,15 @@ def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
     return PreparedRows(unit, norms, float(constant))
 
 
+def _floored_inverse(norms):
+    """``1 / max(norms, TINY_NORM)`` in the norms' namespace and dtype."""
+    if isinstance(norms, np.ndarray):
+        return 1.0 / np.maximum(norms, TINY_NORM)
+    return 1.0 / array_api_compat.array_namespace(norms).clip(norms, min=TINY_NORM)
+
+
 def _lift_and_scale_rows(X, factors, constant):
-    """Return ``diag(factors) @ [X, constant]`` (no constant column if 0)."""
+    """Return ``diag(factors) @ [X, constant]`` (NumPy and sparse rows)."""
     if sparse.issparse(X):
         if constant:
             column = sparse.csr_matrix(
@@ -235,13 +375,9 @@ def _lift_and_scale_rows(X, factors, constant):
             X = sparse.hstack([X, column], format="csr")
         scaled = sparse.csr_matrix(sparse.diags(factors) @ X)
         return scaled.astype(X.dtype, copy=False)
-    if not constant:
-        unit = np.empty_like(X)
-        np.multiply(X, factors[:, None], out=unit, casting="unsafe")
-        return unit
+    if not constant:  # empty_like: the rows keep X's memory order
+        return np.multiply(X, factors[:, None], out=np.empty_like(X), casting="unsafe")
     lifted = np.empty((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
-    # The product in float64 (factors) then cast: a float32 x of 1e20 times
-    # 1e-20 is exact to rounding, and no float32 intermediate overflows.
     np.multiply(X, factors[:, None], out=lifted[:, :-1], casting="unsafe")
     lifted[:, -1] = constant * factors
     return lifted

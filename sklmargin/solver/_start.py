@@ -2,7 +2,10 @@
 
 A good deterministic start matters more than usual here: the cosine losses are
 non-convex, and L-/A-Softmax's margin is introduced by continuation from it.
-Which start a loss wants is its margin's ``start`` attribute.
+Which start a loss wants is its margin's ``start`` attribute. Everything here
+asks the objective only for the
+:class:`~sklmargin.objective.MarginObjective` interface (the bias-only problem
+included), so the in-memory, device and Dask fits share it.
 """
 
 from __future__ import annotations
@@ -12,33 +15,47 @@ from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import to_numpy
+from .._utils.array_api import row_slices, to_device, to_numpy
 from .._utils.blocks import rows_per_block
 from ..losses._additive import Softmax
 from ..objective._linear import LinearMarginObjective
-from ..objective._pointwise import pointwise_loss_gradient
-from ..objective._rows import prepare_rows
+from ..objective._rows import namespace, prepare_rows
 from ._lbfgs import fit_continuation
 
 
-def weighted_class_sums(X, y_encoded, sample_weight, n_classes):
-    """``sum_{i: y_i = j} w_i x_i`` per class, in float64, by row blocks.
+def weighted_class_sums(X, y_encoded, sample_weight, n_classes, xp=None):
+    """``sum_{i: y_i = j} w_i x_i`` per class, in float64 on the host, by row blocks.
 
     Blocks of at most 32 MiB keep the float64 copy of a float32 ``X`` small (a
     one-shot sparse product would upcast all of ``X``: measured +2 copies of the
-    data; a fixed 65,536-row block was 1 GiB on 2,000 kernel features).
+    data; a fixed 65,536-row block was 1 GiB on 2,000 kernel features). Rows
+    of another array API namespace are summed on their device (one GEMM of the
+    weighted one-hot labels per block, in its widest float), ``K d`` numbers
+    per block coming to the host; ``xp`` is ignored (``X``'s namespace is).
     """
-    sums = np.zeros((n_classes, X.shape[1]))
-    block = rows_per_block(8 * X.shape[1])
-    for start in range(0, X.shape[0], block):
-        rows = slice(start, min(start + block, X.shape[0]))
-        chunk = X[rows]
-        chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
-        indicator = sparse.csr_matrix(
-            (sample_weight[rows], (y_encoded[rows], np.arange(chunk.shape[0]))),
-            shape=(n_classes, chunk.shape[0]),
-        )
-        sums += indicator @ chunk.astype(np.float64, copy=False)
+    xp, device, wide = namespace(X)
+    n_rows, n_columns = X.shape
+    if xp is None:
+        block = rows_per_block(8 * n_columns)
+        blocks = [slice(i, min(i + block, n_rows)) for i in range(0, n_rows, block)]
+    else:
+        blocks = row_slices(n_rows, 8 * max(n_columns, 1))
+        classes = xp.arange(n_classes, device=device)
+        sample_weight = to_device(sample_weight, xp, device, dtype=wide)
+    sums = np.zeros((n_classes, n_columns))
+    for rows in blocks:
+        if xp is None:
+            chunk = X[rows]
+            chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
+            indicator = sparse.csr_matrix(
+                (sample_weight[rows], (y_encoded[rows], np.arange(chunk.shape[0]))),
+                shape=(n_classes, chunk.shape[0]),
+            )
+            sums += indicator @ chunk.astype(np.float64, copy=False)
+        else:
+            one_hot = xp.astype(y_encoded[rows][:, None] == classes[None, :], wide)
+            weighted = one_hot * sample_weight[rows][:, None]
+            sums += to_numpy(weighted.T @ xp.astype(X[rows, :], wide))
     return sums
 
 
@@ -101,10 +118,10 @@ def optimal_intercept(objective, params):
 
     Parameters
     ----------
-    objective : LinearMarginObjective or DaskMarginObjective
-        In memory, one forward GEMM and then ``O(n_samples n_classes)`` per
-        step; any other objective (Dask) through ``loss_gradient``, one full
-        evaluation per step.
+    objective : MarginObjective
+        Its :meth:`~sklmargin.objective.MarginObjective.intercept_problem`:
+        in memory, one forward GEMM and then ``O(n_samples n_classes)`` per
+        step; over Dask chunks, one full evaluation per step.
     params : ndarray
         Starting parameters with prototypes in place.
 
@@ -118,7 +135,7 @@ def optimal_intercept(objective, params):
     _, intercept = objective.unpack(params)
     if intercept is None:
         return params
-    problem = _intercept_problem(objective, params)
+    problem = objective.intercept_problem(params)
 
     result = minimize(
         problem,
@@ -130,46 +147,6 @@ def optimal_intercept(objective, params):
     if np.all(np.isfinite(result.x)) and result.fun <= problem(intercept)[0]:
         intercept[:] = result.x - result.x.mean()
     return params
-
-
-def _intercept_problem(objective, params):
-    """``f(b) -> (value, gradient)``: the objective over the bias, prototypes fixed."""
-    if hasattr(objective, "fixed_cosine_problem"):  # array API objective
-        return objective.fixed_cosine_problem(params)
-    if not isinstance(objective, LinearMarginObjective):
-
-        def through_full_objective(bias):
-            trial = params.copy()
-            objective.unpack(trial)[1][:] = bias
-            value, grad = objective.loss_gradient(trial)
-            return value, objective.unpack(grad)[1].copy()
-
-        return through_full_objective
-
-    cos, scale, _, _ = objective._forward(params)  # the bias problem's cosines
-    # In float64 whatever the rows' dtype (n x K numbers, cheap): a float32
-    # bias problem stops on its round-off, and float32 and float64 fits would
-    # then start apart and end apart (iris ArcFace: 0.06 in coef_).
-    cos = cos.astype(np.float64)
-    scale = np.asarray(scale, dtype=np.float64)
-    penalty = objective.penalty(params)
-
-    def on_fixed_cosines(intercept):
-        result = pointwise_loss_gradient(
-            cos.copy(),  # it writes its logits into the array it is given
-            objective.y,
-            objective.margin,
-            objective.m,
-            scale,
-            lam=0.0,  # the start of a margin without softening (see caller)
-            intercept=intercept,
-            sample_weight=objective.sw,
-            state=None,
-            overwrite_cos=True,
-        )
-        return result.loss + penalty, result.grad_intercept
-
-    return on_fixed_cosines
 
 
 def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
@@ -185,16 +162,9 @@ def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
     n_iter : int
     """
     start = LinearMarginObjective(
-        prepare_rows(features, normalize=False),
-        y_encoded,
-        objective.n_classes,
-        sample_weight,
-        Softmax(),
-        0.0,
-        1.0,
-        objective.C,
-        objective.fit_intercept,
-    )
+        prepare_rows(features, normalize=False), y_encoded, objective.n_classes,
+        sample_weight, Softmax(), 0.0, 1.0, objective.C, objective.fit_intercept,
+    )  # fmt: skip
     x0 = initial_params(start, y_encoded, sample_weight, settings["random_state"])
     return solve_softmax_start(start, x0, settings)
 
