@@ -173,7 +173,7 @@ def test_cluster_sv_softmax_matches_in_memory(cluster_client):
         *_dask(X, y, chunks=150), sample_weight=weights
     )
     assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
-    assert fitted.n_evaluations_dask_ > 0
+    assert fitted._fit_stats["n_evaluations"] > 0
 
 
 def test_cluster_kernel_matches_in_memory(cluster_client):

@@ -2,10 +2,11 @@
 
 With ``sklearn.set_config(array_api_dispatch=True)`` the estimators fit and
 predict on array API inputs (torch tensors, array-api-strict arrays, CuPy
-arrays) in their own namespace and on their own device
-(:mod:`sklmargin.estimators._namespace`). This module holds the few things every part
-of that path needs, written as small own helpers rather than scikit-learn's
-private ones:
+arrays) in their own namespace and on their own device: one fit and one
+predict (:mod:`sklmargin.estimators._base`) with device leaves
+(:mod:`sklmargin.estimators._device`). This module holds the few things every
+part of that path needs, written as small own helpers rather than
+scikit-learn's private ones:
 
 * :func:`input_namespace` tells a NumPy input (``None``: the NumPy code runs,
   unchanged) from an array API input, and returns its namespace and device;

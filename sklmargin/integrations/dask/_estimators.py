@@ -34,7 +34,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..._utils.validation import check_two_classes, class_weight_factors
 from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
-from ...solver._start import solve_softmax_start, start_params
 from ._cluster import _client, share
 from ._features import fit_feature_map_dask
 from ._objective import (
@@ -302,22 +301,6 @@ def _class_sums(objective):
     return sums
 
 
-def _softmax_start(estimator, source, keep, mapper, n_features, sw_total, totals):
-    """:func:`~sklmargin.solver._start.softmax_start` over the raw feature chunks."""
-    chunks = source.chunks(keep, mapper, False, 0.0, n_features)
-    start = DaskMarginObjective(
-        chunks, sw_total, n_features, 0.0, len(totals), Softmax(), 0.0, 1.0,
-        estimator.C, estimator.fit_intercept,
-    )  # fmt: skip
-    x0 = start_params(start, totals, None, estimator.random_state)
-    settings = {
-        "max_iter": estimator.max_iter,
-        "tol": estimator.tol,
-        "random_state": estimator.random_state,
-    }
-    return solve_softmax_start(start, x0, settings)
-
-
 def fit_dask(estimator, X, y, sample_weight=None):
     """Fit ``estimator`` (a BaseMarginSoftmax) on Dask arrays; see module doc."""
     margin, m, s, lambda_min = estimator._validate_hyperparameters()
@@ -356,17 +339,16 @@ def fit_dask(estimator, X, y, sample_weight=None):
         np.dtype(getattr(estimator, "compute_dtype_", source.dtype)),
     )  # fmt: skip
 
-    def cold_start():
-        if margin.start == "softmax-solution":
-            return _softmax_start(
-                estimator, source, keep, mapper, n_features, sw_total, totals
-            )
-        sums = _class_sums(objective) if margin.start == "class-means" else None
-        return start_params(objective, totals, sums, estimator.random_state), 0
+    def softmax_problem():  # plain softmax over the raw feature chunks
+        return DaskMarginObjective(
+            source.chunks(keep, mapper, False, 0.0, n_features), sw_total,
+            n_features, 0.0, len(classes), Softmax(), 0.0, 1.0, estimator.C,
+            estimator.fit_intercept,
+        )  # fmt: skip
 
-    estimator._solve(objective, lambda_min, cold_start)
-    estimator.n_evaluations_dask_ = objective.n_evaluations
-    return estimator
+    return estimator._solve(
+        objective, lambda_min, totals, lambda: _class_sums(objective), softmax_problem
+    )
 
 
 def predict_dask(estimator, method, X):
