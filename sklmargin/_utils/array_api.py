@@ -109,6 +109,18 @@ def to_device(array, xp, device, dtype=None):
     return result
 
 
+def take_rows(X, indices, xp, device):
+    """Rows ``indices`` (host integers) of ``X``, cut where ``X`` lives.
+
+    ``xp.take`` on a device: the array API standard indexes with arrays of
+    its own namespace only (array-api-strict enforces it).
+    """
+    if xp is None:
+        return X[indices]
+    indices = to_device(np.asarray(indices, dtype=np.int64), xp, device)
+    return xp.take(X, indices, axis=0)
+
+
 def numpy_dtype(dtype):
     """Return the NumPy dtype of the same name as an array API dtype.
 

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import sparse
 
-from .._utils.array_api import numpy_dtype
+from .._utils.array_api import numpy_dtype, take_rows, to_numpy
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from ..features._centres import CENTRE_SELECTORS
@@ -253,7 +253,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         "metric": lambda state: None,
         "metric_steps": lambda state: 1,
     }
-    _legacy_fitted = {"compute_dtype_": fitted_dtype_name}
+    _legacy_fitted = {
+        **BaseMarginSoftmax._legacy_fitted,
+        "compute_dtype_": fitted_dtype_name,
+    }
 
     def __init__(
         self,
@@ -322,22 +325,14 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             self._set_input_transform(None)
             return X
         keys = training_row_keys(X, xp)
-        if xp is None:
-            dtype = X.dtype
 
-            def take(rows):
-                return X[rows], y_encoded[rows], sample_weight[rows]
-        else:
-            from .._utils.array_api import numpy_dtype, to_device, to_numpy
+        def take(rows):
+            part = X[rows] if xp is None else to_numpy(take_rows(X, rows, xp, device))
+            return part, y_encoded[rows], sample_weight[rows]
 
-            dtype = numpy_dtype(X.dtype)
-
-            def take(rows):
-                index = to_device(rows.astype(np.int64), xp, device)
-                part = to_numpy(xp.take(X, index, axis=0))
-                return part, y_encoded[rows], sample_weight[rows]
-
-        transform = self._learn_input_transform(X.shape, dtype, take, keys)
+        transform = self._learn_input_transform(
+            X.shape, numpy_dtype(X.dtype), take, keys
+        )
         return apply_input_transform(X, transform, xp, device)
 
     def _learn_input_transform(self, shape, input_dtype, take, keys):

@@ -21,13 +21,11 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel
-from joblib import delayed as joblib_delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils import parallel as sklearn_parallel
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils.array_api import (
@@ -312,13 +310,8 @@ class _BaseMarginSoftmaxCV(
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         scorer = self._scorer()
         base = self._base_estimator()
-        # Array API folds need dispatch on in joblib's workers too: scikit-learn's
-        # Parallel carries the configuration there (NumPy folds need nothing).
-        run, delayed = (
-            (Parallel, joblib_delayed)
-            if namespace is None
-            else (sklearn_parallel.Parallel, sklearn_parallel.delayed)
-        )
+        # scikit-learn's Parallel carries the configuration to joblib's
+        # workers: array API folds need dispatch on there too.
         jobs = [
             delayed(fit_fold)(
                 clone(base).set_params(**map_point),
@@ -342,7 +335,7 @@ class _BaseMarginSoftmaxCV(
             for f, (train, test) in enumerate(folds)
             for map_point in map_points
         ]
-        parallel = run(n_jobs=self.n_jobs, verbose=self.verbose)
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
         results = [path for job in parallel(jobs) for path in job]
 
         n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)

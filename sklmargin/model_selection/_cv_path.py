@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from .._utils.array_api import input_namespace, to_device, to_numpy
+from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
 
 
 @dataclass
@@ -42,18 +42,6 @@ class FoldRows:
     feature_map: object
     features_train: object
     features_test: object
-
-
-def take_rows(X, indices, xp, device):
-    """Rows ``indices`` (host integers) of ``X``, cut where ``X`` lives.
-
-    ``xp.take`` on a device: the array API standard indexes with arrays of
-    its own namespace only (array-api-strict enforces it).
-    """
-    if xp is None:
-        return X[indices]
-    indices = to_device(np.asarray(indices, dtype=np.int64), xp, device)
-    return xp.take(X, indices, axis=0)
 
 
 def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):

@@ -31,7 +31,11 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ..._utils.validation import check_two_classes, class_weight_factors
+from ..._utils.validation import (
+    _check_weight_values,
+    check_two_classes,
+    class_weight_factors,
+)
 from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
 from ._cluster import _client, share
@@ -267,11 +271,8 @@ def _classes_and_weights(source, class_weight):
     if factors is not None:
         per_chunk = per_chunk * factors
     chunk_sums = per_chunk.sum(axis=1)
-    if not chunk_sums.sum() > 0:
-        name = "sample_weight" if factors is None else "sample_weight * class_weight"
-        raise ValueError(
-            f"{name} sums to zero: at least one sample must have a positive weight."
-        )
+    name = "sample_weight" if factors is None else "sample_weight * class_weight"
+    _check_weight_values(chunk_sums, name)  # a positive total (the rest per chunk)
     return classes, factors, per_chunk.sum(axis=0), chunk_sums
 
 
