@@ -46,6 +46,15 @@ def _is_host(array):
     )
 
 
+def is_dask(X):
+    """Whether ``X`` is a Dask collection, told without importing Dask.
+
+    From the type's module name: a NumPy fit imports neither Dask nor
+    sklmargin's Dask code (a test checks ``sys.modules``).
+    """
+    return type(X).__module__.startswith("dask.")
+
+
 def input_namespace(X):
     """``(xp, device)`` of an array API input under dispatch, else None.
 
@@ -57,7 +66,7 @@ def input_namespace(X):
     """
     if isinstance(X, np.ndarray) or _is_host(X) or not dispatch_enabled():
         return None
-    if type(X).__module__.startswith("dask."):
+    if is_dask(X):
         # array_api_compat wraps Dask arrays too, but the estimators have a
         # Dask path and the maps read Dask as NumPy (the documented
         # behaviour): the device path would make their fitted arrays Dask.

@@ -39,6 +39,7 @@ from .._utils.array_api import (
     fitted_on_device,
     host_inputs,
     input_namespace,
+    is_dask,
     numpy_dtype,
     to_device,
     wide_dtype,
@@ -73,12 +74,8 @@ from ._metric import apply_input_transform
 
 
 def _dask_integration(X):
-    """Return the Dask integration module for a Dask collection, else None.
-
-    Told from the type's module name: a NumPy fit imports neither Dask nor
-    sklmargin's Dask code (a test checks ``sys.modules``).
-    """
-    if not type(X).__module__.startswith("dask."):
+    """Return the Dask integration module for a Dask collection, else None."""
+    if not is_dask(X):
         return None
     from ..integrations.dask import _estimators as _dask
 
@@ -258,10 +255,6 @@ class BaseMarginSoftmax(
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
-
-    #: Whether the rows are kernel features with |z| ~ 1 (the margin's
-    #: ``default_s_kernel`` then replaces ``default_s``).
-    _unit_norm_features = False
 
     #: Whether the rows are kernel features with |z| ~ 1 (the margin's
     #: ``default_s_kernel`` then replaces ``default_s``).

@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ..._utils.array_api import is_dask
 from ..._utils.validation import (
     _check_weight_values,
     check_two_classes,
@@ -52,11 +53,6 @@ from ._objective import (
 #: (persist when they take at most half the workers' memory), True/False force
 #: it (the benchmark compares both).
 persist_chunks = None
-
-
-def is_dask_array(X):
-    """Whether ``X`` is a Dask collection, told without importing Dask."""
-    return type(X).__module__.startswith("dask.")
 
 
 # -- worker-side helpers -----------------------------------------------------
@@ -134,7 +130,7 @@ def _aligned(values, X, name):
         return None
     if np.isscalar(values):
         return da.full(n_samples, values, dtype=np.float64, chunks=(X.chunks[0],))
-    if not is_dask_array(values):
+    if not is_dask(values):
         values = np.asarray(values)
         if name == "sample_weight":
             values = values.astype(np.float64)
@@ -169,13 +165,20 @@ def _should_persist(n_rows, n_features, itemsize):
     return not memory or size <= 0.5 * memory
 
 
+def _delayed_map(function, columns, *args):
+    """``function(*row_blocks, *args)`` per row chunk, as delayed tasks."""
+    import dask
+
+    task = dask.delayed(function, pure=False)
+    return [task(*blocks, *args) for blocks in zip(*columns, strict=True)]
+
+
 class _Source:
     """The row blocks of X and of the encoded labels/weights, as delayed objects."""
 
     def __init__(self, X, y, sample_weight):
         import dask
 
-        self.X = X
         self.dtype = X.dtype
         self.n_samples, self.n_features_in = X.shape
         self.x_blocks = _row_blocks(X)
@@ -185,48 +188,29 @@ class _Source:
             if sample_weight is None
             else _row_blocks(sample_weight)
         )
-        task = dask.delayed(_chunk_labels, pure=False)
-        parts = [
-            task(x, y, w)
-            for x, y, w in zip(self.x_blocks, self.y_blocks, self.w_blocks, strict=True)
-        ]
-        self.chunk_totals = dask.compute(*parts)
+        columns = (self.x_blocks, self.y_blocks, self.w_blocks)
+        self.chunk_totals = dask.compute(*_delayed_map(_chunk_labels, columns))
 
     def replace_rows(self, X):
         """Use the rows ``X`` (the learned metric's, lazily) from now on."""
-        self.X = X
         self.x_blocks = _row_blocks(X)
 
     def encode(self, classes, factors):
-        import dask
-
-        encode = dask.delayed(_encode, pure=False)
-        classes, factors = share(classes), share(factors)
-        self.encoded = [
-            encode(y, w, classes, factors)
-            for y, w in zip(self.y_blocks, self.w_blocks, strict=True)
-        ]
+        columns = (self.y_blocks, self.w_blocks)
+        self.encoded = _delayed_map(_encode, columns, share(classes), share(factors))
 
     def lift_statistics(self, mapper):
         import dask
 
-        task = dask.delayed(_lift, pure=False)
-        return dask.compute(
-            *[
-                task(x, e, mapper)
-                for x, e in zip(self.x_blocks, self.encoded, strict=True)
-            ]
-        )
+        columns = (self.x_blocks, self.encoded)
+        return dask.compute(*_delayed_map(_lift, columns, mapper))
 
     def chunks(self, keep, mapper, normalize, constant, n_features):
         import dask
 
-        task = dask.delayed(_prepare, pure=False)
-        chunks = [
-            task(x, e, mapper, normalize, constant)
-            for x, e, k in zip(self.x_blocks, self.encoded, keep, strict=True)
-            if k
-        ]
+        columns = (self.x_blocks, self.encoded)
+        tasks = _delayed_map(_prepare, columns, mapper, normalize, constant)
+        chunks = [task for task, k in zip(tasks, keep, strict=True) if k]
         if _should_persist(self.n_samples, n_features, self.dtype.itemsize):
             chunks = list(dask.persist(*chunks))
         return chunks
