@@ -272,8 +272,13 @@ class BaseMarginSoftmax(
 
     # -- hooks (identity for the linear estimator) ---------------------------
     # ``xp``/``device``: the rows' namespace and device, None for NumPy.
-    def _fit_input_transform(self, X, y_encoded, sample_weight, xp=None, device=None):
-        """Learn the input transform (if any) and return the transformed ``X``."""
+    def _fit_input_transform(
+        self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
+    ):
+        """Learn the input transform (if any) and return the transformed ``X``.
+
+        ``learn=False``: a CV fold's premapped rows, mapped without one.
+        """
         return X
 
     def _learn_input_transform(self, shape, input_dtype, take, keys):
@@ -394,8 +399,9 @@ class BaseMarginSoftmax(
             X, y, sample_weight, xp, check_scale
         )
         self.classes_ = classes
-        if premapped is None:
-            X = self._fit_input_transform(X, y_encoded, sample_weight, xp, device)
+        X = self._fit_input_transform(
+            X, y_encoded, sample_weight, xp, device, learn=premapped is None
+        )
         features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
         # L-Softmax's softmax start works on the raw rows: kept until the start.
         raw_start = margin.start == "softmax-solution"

@@ -312,7 +312,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             return np.dtype(np.float32)
         return np.dtype(input_dtype)
 
-    def _fit_input_transform(self, X, y_encoded, sample_weight, xp=None, device=None):
+    def _fit_input_transform(
+        self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
+    ):
         """Learn the input metric (``metric``) and return the transformed ``X``.
 
         NumPy rows are sliced for the pilot, array API rows copied to the host
@@ -321,7 +323,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         """
         from ._metric import apply_input_transform, training_row_keys
 
-        if self.metric is None:
+        if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
         keys = training_row_keys(X, xp)
