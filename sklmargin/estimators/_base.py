@@ -107,6 +107,14 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     return X, y, sample_weight
 
 
+def encode_labels(y):
+    """``(classes, y_encoded)`` of host labels, refused unless classification."""
+    check_classification_targets(y)
+    classes, y_encoded = np.unique(y, return_inverse=True)
+    check_two_classes(classes)
+    return classes, y_encoded
+
+
 def predict_inputs(estimator, X, method, model):
     """``(X, xp, device)``: ``X`` validated for ``estimator.<method>``.
 
@@ -345,9 +353,7 @@ class BaseMarginSoftmax(
     def _check_training_data(self, X, y, sample_weight, xp=None, check_scale=True):
         """Return validated rows, classes, encoded labels and host weights."""
         X, y, sample_weight = validate_training_data(self, X, y, sample_weight, xp)
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
-        check_two_classes(classes)
+        classes, y_encoded = encode_labels(y)
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )

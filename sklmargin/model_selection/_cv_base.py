@@ -11,6 +11,13 @@ The out-of-fold margin-free logits at the chosen point come for free and fit a
 temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
 :meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
 :meth:`decision_function` and :meth:`predict` stay those of the model.
+
+Array API rows (torch, CuPy, array-api-strict, under ``array_api_dispatch``)
+run the same search: folds are cut and mapped on the device and every path
+point is the base estimator's fit there; the held-out logits come to the host
+(``n_test x K`` numbers), where the scores, the selection and the temperature
+are this module's NumPy code on the same numbers. Predictions run in ``X``'s
+namespace, through the same :meth:`_mean_logits`.
 """
 
 from __future__ import annotations
@@ -24,7 +31,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
@@ -38,8 +44,9 @@ from .._utils.array_api import (
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
-from .._utils.validation import check_two_classes, check_weights
+from .._utils.validation import check_weights
 from ..estimators._base import (
+    encode_labels,
     labels_of,
     predict_inputs,
     softmax_probabilities,
@@ -278,9 +285,7 @@ class _BaseMarginSoftmaxCV(
         X, y, sample_weight = validate_training_data(
             self, X, y, sample_weight, namespace and namespace[0]
         )
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
-        check_two_classes(classes)
+        classes, y_encoded = encode_labels(y)
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])

@@ -4,8 +4,11 @@ A job is one fold at one *map point* (the kernel width ``gamma``; nothing for
 the linear estimator). The fold's training rows are mapped once and its
 held-out rows once (:meth:`BaseMarginSoftmax._fold_features`), then every inner
 grid point (the margin ``m``) runs its warm-started path over ``s`` (or ``C``)
-on those mapped rows. Each path point is scored from one pass of margin-free
-logits over the held-out rows, which are kept for the temperature fit.
+on those mapped rows, handed to the fit as its explicit private argument
+``premapped``. Each path point is scored from one pass of margin-free logits
+over the held-out rows, which are kept for the temperature fit. Array API
+rows are cut and mapped where they live; only the held-out logits come to
+the host.
 
 :func:`check_folds` refuses, before any fit, the folds nothing can be fitted
 on.

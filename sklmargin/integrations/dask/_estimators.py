@@ -28,15 +28,14 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ..._utils.array_api import is_dask
 from ..._utils.validation import (
     _check_weight_values,
-    check_two_classes,
     class_weight_factors,
 )
+from ...estimators._base import encode_labels
 from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
 from ._cluster import _client, share
@@ -240,9 +239,7 @@ def _fit_input_transform(estimator, X, y, sample_weight, classes, factors):
 def _classes_and_weights(source, class_weight):
     """Classes, ``class_weight`` factors, effective class and chunk totals."""
     labels = [labels for labels, _ in source.chunk_totals]
-    classes = np.unique(np.concatenate(labels))
-    check_classification_targets(classes)
-    check_two_classes(classes)
+    classes = encode_labels(np.concatenate(labels))[0]
     per_chunk = np.zeros((len(labels), len(classes)))
     for row, (chunk_labels, totals) in enumerate(source.chunk_totals):
         per_chunk[row, np.searchsorted(classes, chunk_labels)] = totals
