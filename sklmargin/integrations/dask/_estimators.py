@@ -350,10 +350,11 @@ def predict_dask(estimator, method, X):
             f"expecting {estimator.n_features_in_} features as input."
         )
     n_classes = len(estimator.classes_)
-    one_column = method == "predict" or (
+    one_column = method in ("predict", "score_samples") or (
         method == "decision_function" and n_classes == 2
     )
-    dtype = estimator.classes_.dtype if method == "predict" else X.dtype
+    dtype = {"predict": estimator.classes_.dtype, "score_samples": np.float64}
+    dtype = dtype.get(method, X.dtype)
     shared = share(estimator)
     task = dask.delayed(_call, pure=False)
     parts = [
