@@ -1,9 +1,11 @@
 """Fit and predict on Dask arrays: statistics in passes, L-BFGS on the client.
 
 ``fit(X, y)`` with a ``dask.array`` ``X`` comes here (the one dispatch line at
-the top of :meth:`BaseMarginSoftmax.fit`). It runs the in-memory fit's steps
+the top of :meth:`BaseMarginSoftmax._fit`). It runs the in-memory fit's steps
 with every step that touches all rows turned into a pass over row chunks on
-the workers:
+the workers, the results reduced on the client and fed to the in-memory
+fit's own functions (:func:`~sklmargin.estimators._base.encode_labels`,
+:meth:`BaseMarginSoftmax._solve`):
 
 1. labels, weight totals per class and input checks (one pass);
 2. for the kernel estimator with ``gamma="scale"``, the weighted variance of
@@ -13,10 +15,11 @@ the workers:
 4. the prepared chunks (feature map, lift, unit rows), persisted on the
    workers when they fit in half their memory, else recomputed per
    evaluation (:mod:`sklmargin.integrations.dask._objective`);
-5. the start: class sums of the unit rows (one pass) or, for L-Softmax, a
-   plain-softmax fit over the raw feature rows, itself distributed;
-6. :func:`~sklmargin.solver._lbfgs.fit_continuation`, unchanged, on a
-   :class:`~sklmargin.integrations.dask._objective.DaskMarginObjective`.
+5. :meth:`BaseMarginSoftmax._solve` on a
+   :class:`~sklmargin.integrations.dask._objective.DaskMarginObjective`: its
+   cold start asks for the class sums of the unit rows (one pass) or, for
+   L-Softmax, the plain-softmax problem over the raw feature chunks, itself
+   distributed; the bias problem and the continuation are the in-memory ones.
 
 Only small things come back to the client: class labels and totals, a few
 scalars, ``K x M`` class sums and one ``K x M`` gradient per evaluation.
