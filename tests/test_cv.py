@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
+from sklearn.base import clone
 from sklearn.datasets import load_iris, make_classification
 from sklearn.metrics import log_loss
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
@@ -11,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklmargin import (
+    KernelMarginSoftmaxClassifier,
     KernelMarginSoftmaxClassifierCV,
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
@@ -446,3 +448,25 @@ def test_refit_walks_the_warm_path_to_the_chosen_s():
     assert clf.estimator_.s == clf.s_ and not clf.estimator_.warm_start
     # Past the first point, so the walk has more than one step to get right.
     assert clf.s_ > ss[0]
+
+
+@pytest.mark.parametrize("loss", ["am-softmax", "softmax", "l-softmax"])
+def test_a_folds_premapped_rows_serve_every_grid_point_unchanged(iris, loss):
+    """The fold fits take the fold's map and rows as explicit arguments.
+
+    They normalise into new arrays (the rows serve the next grid point),
+    learn no metric, and leave no attribute behind for control flow.
+    """
+    X, y = iris
+    base = KernelMarginSoftmaxClassifier(
+        loss=loss, n_components=30, metric="diagonal", random_state=0
+    )
+    feature_map, train, _ = base._fold_features(X, None, X[:5])
+    before = train.copy()
+    model = clone(base)._fit(X, y, premapped=(feature_map, train), check_scale=False)
+    np.testing.assert_array_equal(train, before)
+    assert model.feature_map_ is feature_map and model.input_transform_ is None
+    assert not {"_premapped", "_no_scale_check"} & set(vars(model))
+    # The same fit as on rows the estimator mapped with that map itself.
+    direct = clone(base).set_params(metric=None).fit(X, y)
+    np.testing.assert_allclose(model.coef_, direct.coef_, rtol=1e-6, atol=1e-9)

@@ -161,6 +161,10 @@ def test_prediction_methods_return_lazy_arrays(sync):
         expected = getattr(clf, method)(X)
         assert lazy.shape == expected.shape
         assert_array_equal(lazy.compute(), expected)
+    # The open-set score by the same chunk-wise path (its float64 rows).
+    lazy = dask_module.predict_dask(clf, "score_samples", X_dask)
+    assert lazy.dtype == np.float64 and lazy.shape == (X.shape[0],)
+    assert_array_equal(lazy.compute(), clf.score_samples(X))
 
 
 def test_cluster_sv_softmax_matches_in_memory(cluster_client):
@@ -173,7 +177,7 @@ def test_cluster_sv_softmax_matches_in_memory(cluster_client):
         *_dask(X, y, chunks=150), sample_weight=weights
     )
     assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
-    assert fitted.n_evaluations_dask_ > 0
+    assert fitted._fit_stats["n_evaluations"] > 0
 
 
 def test_cluster_kernel_matches_in_memory(cluster_client):

@@ -296,6 +296,29 @@ def test_dataframe_feature_names_and_pickle():
         clf.predict(pd.DataFrame(X.to_numpy()).to_numpy())
 
 
+@pytest.mark.parametrize(
+    "estimator",
+    [MarginSoftmaxClassifier(), KernelMarginSoftmaxClassifier(n_components=20)],
+    ids=["linear", "kernel"],
+)
+def test_old_dask_evaluation_count_reads_as_fit_stats(iris, estimator):
+    """A Dask fit saved its evaluation count as n_evaluations_dask_.
+
+    Fit diagnostics now have one record, ``_fit_stats``: an old pickle's count
+    is read into it, a newer NumPy fit's record has no Dask-only entry.
+    """
+    X, y = iris
+    clf = estimator.fit(X, y)
+    state = dict(clf.__getstate__())
+    state.pop("_fit_stats")
+    state["n_evaluations_dask_"] = 7
+    old = pickle.loads(pickle.dumps(clf))
+    old.__setstate__(state)
+    assert old._fit_stats == {"n_evaluations": 7}
+    np.testing.assert_array_equal(old.predict(X), clf.predict(X))
+    assert "n_evaluations_dask_" not in clf.__dict__
+
+
 def test_kernel_estimator_beats_linear_on_circles():
     from sklearn.datasets import make_circles
 

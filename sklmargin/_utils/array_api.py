@@ -2,10 +2,11 @@
 
 With ``sklearn.set_config(array_api_dispatch=True)`` the estimators fit and
 predict on array API inputs (torch tensors, array-api-strict arrays, CuPy
-arrays) in their own namespace and on their own device
-(:mod:`sklmargin.estimators._namespace`). This module holds the few things every part
-of that path needs, written as small own helpers rather than scikit-learn's
-private ones:
+arrays) in their own namespace and on their own device: one fit and one
+predict (:mod:`sklmargin.estimators._base`) with device leaves
+(:mod:`sklmargin.estimators._device`). This module holds the few things every
+part of that path needs, written as small own helpers rather than
+scikit-learn's private ones:
 
 * :func:`input_namespace` tells a NumPy input (``None``: the NumPy code runs,
   unchanged) from an array API input, and returns its namespace and device;
@@ -45,6 +46,15 @@ def _is_host(array):
     )
 
 
+def is_dask(X):
+    """Whether ``X`` is a Dask collection, told without importing Dask.
+
+    From the type's module name: a NumPy fit imports neither Dask nor
+    sklmargin's Dask code (a test checks ``sys.modules``).
+    """
+    return type(X).__module__.startswith("dask.")
+
+
 def input_namespace(X):
     """``(xp, device)`` of an array API input under dispatch, else None.
 
@@ -56,7 +66,7 @@ def input_namespace(X):
     """
     if isinstance(X, np.ndarray) or _is_host(X) or not dispatch_enabled():
         return None
-    if type(X).__module__.startswith("dask."):
+    if is_dask(X):
         # array_api_compat wraps Dask arrays too, but the estimators have a
         # Dask path and the maps read Dask as NumPy (the documented
         # behaviour): the device path would make their fitted arrays Dask.
@@ -106,6 +116,18 @@ def to_device(array, xp, device, dtype=None):
     if dtype is not None and result.dtype != dtype:
         result = xp.astype(result, dtype)
     return result
+
+
+def take_rows(X, indices, xp, device):
+    """Rows ``indices`` (host integers) of ``X``, cut where ``X`` lives.
+
+    ``xp.take`` on a device: the array API standard indexes with arrays of
+    its own namespace only (array-api-strict enforces it).
+    """
+    if xp is None:
+        return X[indices]
+    indices = to_device(np.asarray(indices, dtype=np.int64), xp, device)
+    return xp.take(X, indices, axis=0)
 
 
 def numpy_dtype(dtype):

@@ -1,6 +1,20 @@
-"""BaseMarginSoftmax: validation, optional feature map, solver call, prediction.
+"""BaseMarginSoftmax: one fit and one predict for NumPy, array API and Dask input.
 
-It knows no loss formula: :mod:`sklmargin.losses` holds those,
+Fit runs the same steps for every in-memory input, written once against the
+input's array namespace ``xp`` (``None``: NumPy and SciPy sparse rows):
+validation, with labels and weights encoded on the host; the learned input
+transform and the feature map (the subclasses' hooks); row norms, the lift
+constant and the unit rows; the objective; a warm or cold start and the L-BFGS
+continuation (:meth:`BaseMarginSoftmax._solve`). Only leaf kernels differ
+between NumPy and a device (:mod:`._device`; :mod:`sklmargin.objective._rows`);
+on a device the fitted arrays then move to ``X``'s device. A Dask fit is a
+reduction over row chunks that feeds the same :meth:`_solve`
+(:mod:`sklmargin.integrations.dask._estimators`).
+
+Predict validates once, maps once and computes the margin-free logits; the
+decision, labels, probabilities and the open-set score are read from them.
+
+Nothing here knows a loss formula: :mod:`sklmargin.losses` holds those,
 :mod:`sklmargin.objective` the chain rule and :mod:`sklmargin.solver` the
 L-BFGS runs. The linear and kernel classifiers differ only in the feature map.
 """
@@ -12,9 +26,22 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
-from .._utils.array_api import fitted_on_device, host_inputs, input_namespace
+from .._utils.array_api import (
+    check_same_namespace,
+    fitted_on_device,
+    host_inputs,
+    input_namespace,
+    is_dask,
+    numpy_dtype,
+    to_device,
+)
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
@@ -24,35 +51,119 @@ from .._utils.validation import (
     check_two_classes,
     logits_in_dtype,
 )
+from ..losses._additive import Softmax
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES, get_margin
 from ..losses._support_vectors import with_support_vectors
 from ..objective._cross_entropy import predicted_probabilities
 from ..objective._linear import LinearMarginObjective, margin_free_logits
 from ..objective._pointwise import checked_logit_scale
-from ..objective._rows import lift_constant, prepare_rows, row_norms
+from ..objective._rows import PreparedRows, lift_constant, prepare_rows, row_norms
 from ..openset._scores import OpenSetScoreMixin
 from ..solver._lbfgs import fit_continuation, lambda_schedule, warn_if_not_converged
 from ..solver._start import (
-    initial_params,
     optimal_intercept,
-    softmax_start,
+    solve_softmax_start,
+    start_params,
     warm_start_params,
+    weighted_class_sums,
 )
 from ._metric import apply_input_transform
 
 
 def _dask_integration(X):
-    """Return the Dask integration module for a Dask collection, else None.
-
-    Told from the type's module name: a NumPy fit imports neither Dask nor
-    sklmargin's Dask code (a test checks ``sys.modules``).
-    """
-    if not type(X).__module__.startswith("dask."):
+    """Return the Dask integration module for a Dask collection, else None."""
+    if not is_dask(X):
         return None
     from ..integrations.dask import _estimators as _dask
 
     return _dask
+
+
+def _accepted(xp):
+    """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
+    if xp is None:
+        return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
+    return {"dtype": [xp.float64, xp.float32]}
+
+
+def validate_training_data(estimator, X, y, sample_weight, xp):
+    """``(X, y, sample_weight)``: ``X`` checked in its namespace, the rest on the host.
+
+    Labels and weights follow ``X`` ("everything follows X", as scikit-learn):
+    array API ones come to the host (``n`` numbers each), where the NumPy code
+    checks and encodes them, so ``class_weight`` and every weighted statistic
+    are the NumPy fit's.
+    """
+    y, sample_weight = host_inputs(y, sample_weight)
+    if xp is None:
+        X, y = validate_data(estimator, X, y, order="C", **_accepted(None))
+        return X, y, sample_weight
+    X = validate_data(estimator, X, **_accepted(xp))
+    y = column_or_1d(y, warn=True)
+    check_consistent_length(X, y)
+    return X, y, sample_weight
+
+
+def encode_labels(y):
+    """``(classes, y_encoded)`` of host labels, refused unless classification."""
+    check_classification_targets(y)
+    classes, y_encoded = np.unique(y, return_inverse=True)
+    check_two_classes(classes)
+    return classes, y_encoded
+
+
+def predict_inputs(estimator, X, method, model):
+    """``(X, xp, device)``: ``X`` validated for ``estimator.<method>``.
+
+    ``model`` is the fitted model that predicts (``estimator`` itself, or a CV
+    estimator's refit or fold model): ``X`` must come from the namespace and
+    the device it was fitted on, and the error names ``estimator``.
+    """
+    check_is_fitted(estimator)
+    namespace = input_namespace(X)
+    xp, device = namespace or (None, None)
+    if namespace is not None or fitted_on_device(model):
+        name = f"{type(estimator).__name__}.{method}()"
+        check_same_namespace(model.coef_, X, name, method, xp, device)
+    return validate_data(estimator, X, reset=False, **_accepted(xp)), xp, device
+
+
+def softmax_probabilities(logits, xp):
+    """Row-wise softmax, floored at the dtype's smallest positive number."""
+    if xp is None:
+        return predicted_probabilities(logits)
+    from ._device import device_probabilities
+
+    return device_probabilities(logits, xp)
+
+
+def labels_of(classes, logits, xp, device):
+    """``classes`` at each row's largest logit (on ``X``'s device when numeric)."""
+    if xp is None:
+        return classes[np.argmax(logits, axis=1)]
+    from ._device import device_labels
+
+    return device_labels(classes, xp.argmax(logits, axis=1), xp, device)
+
+
+def _objective_leaves(estimator, y_encoded, sample_weight, n_classes, xp, device):
+    """``(objective_of(rows, margin, m, s), class_sums(rows))`` for rows of ``xp``."""
+    settings = (estimator.C, estimator.fit_intercept)
+    # The labels live where the rows do (the one objective indexes with them).
+    y_rows = y_encoded
+    if xp is not None:
+        y_rows = to_device(y_encoded.astype(np.int64), xp, device)
+
+    def objective_of(rows, margin, m, s):
+        return LinearMarginObjective(
+            rows, y_rows, n_classes, sample_weight, margin, m, s, *settings
+        )
+
+    def class_sums(rows):
+        return weighted_class_sums(rows.X, y_rows, sample_weight, n_classes)
+
+    return objective_of, class_sums
 
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
@@ -98,10 +209,11 @@ class BaseMarginSoftmax(
 ):
     """Shared fit/predict of the linear and the kernel estimator.
 
-    Subclasses override :meth:`_fit_feature_map` and :meth:`_map_features` to
-    train on transformed inputs; everything else is common. Nothing here knows
-    a loss: the margin object (:mod:`sklmargin.losses`) answers every
-    per-loss question.
+    Subclasses override the hooks :meth:`_fit_input_transform`,
+    :meth:`_fit_feature_map`, :meth:`_map_features` and
+    :meth:`_fold_features` to train on transformed inputs; everything else is
+    common. Nothing here knows a loss: the margin object
+    (:mod:`sklmargin.losses`) answers every per-loss question.
     """
 
     _parameter_constraints: dict = {
@@ -125,20 +237,25 @@ class BaseMarginSoftmax(
     #: ``default_s_kernel`` then replaces ``default_s``).
     _unit_norm_features = False
 
-    # -- feature map hooks (identity for the linear estimator) ---------------
-    def _fit_feature_map(self, X, sample_weight):
-        return X
+    # Models saved when the Dask fit named its evaluation count on its own
+    # (n_evaluations_dask_) read it from the one record of fit statistics.
+    _legacy_fitted = {
+        "_fit_stats": lambda state: (
+            {"n_evaluations": state["n_evaluations_dask_"]}
+            if "n_evaluations_dask_" in state
+            else {}
+        )
+    }
 
-    def _map_features(self, X):
-        return X
+    # -- hooks (identity for the linear estimator) ---------------------------
+    # ``xp``/``device``: the rows' namespace and device, None for NumPy.
+    def _fit_input_transform(
+        self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
+    ):
+        """Learn the input transform (if any) and return the transformed ``X``.
 
-    def _fit_feature_map_namespace(self, X, sample_weight, xp, device):
-        """:meth:`_fit_feature_map` for array API rows (:mod:`._namespace`)."""
-        return X
-
-    # -- learned input transform (kernel metric; identity for the linear one) --
-    def _fit_input_transform(self, X, y_encoded, sample_weight, xp=None, device=None):
-        """Learn the input transform (if any) and return the transformed ``X``."""
+        ``learn=False``: a CV fold's premapped rows, mapped without one.
+        """
         return X
 
     def _learn_input_transform(self, shape, input_dtype, take, keys):
@@ -148,38 +265,27 @@ class BaseMarginSoftmax(
     def _transform_input(self, X, xp=None, device=None):
         """Map validated rows by the fitted ``input_transform_`` (if any).
 
-        Every prediction path calls it before the feature map (NumPy, the array
-        API path with ``xp``, the Dask chunks through the NumPy methods); a model
-        without the attribute (the linear estimator, pickles from before the
-        metric) maps nothing.
+        Every prediction path calls it before the feature map (the Dask chunks
+        through the NumPy methods); a model without the attribute (the linear
+        estimator, pickles from before the metric) maps nothing.
         """
         return apply_input_transform(
             X, getattr(self, "input_transform_", None), xp, device
         )
 
-    def _map_features_namespace(self, X, xp, device):
-        """:meth:`_map_features` for array API rows."""
+    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
+        """Fit the feature map (if any) and return the mapped training rows.
+
+        ``premapped`` is a CV fold's ``(feature_map, mapped rows)``
+        (:meth:`_fold_features`), used as they are.
+        """
         return X
 
-    def _routed(self, X, method):
-        """``method(X)`` by the Dask or the array API path, or None for NumPy."""
-        if (dask := _dask_integration(X)) is not None:  # integrations/dask
-            return dask.predict_dask(self, method, X)
-        return self._array_api_predict(X, method)
+    def _map_features(self, X, xp=None, device=None):
+        """Map validated (and transformed) rows by the fitted feature map."""
+        return X
 
-    def _array_api_predict(self, X, method):
-        """``method(X)`` on array API input (or a model fitted on a device).
-
-        None for NumPy input to a NumPy model: the caller's NumPy code runs.
-        """
-        namespace = input_namespace(X)
-        if namespace is None and not fitted_on_device(self):
-            return None
-        from ._namespace import predict_array_api
-
-        return predict_array_api(self, method, X, namespace)
-
-    def _fold_features(self, X_train, sample_weight, X_test):
+    def _fold_features(self, X_train, sample_weight, X_test, xp=None, device=None):
         """``(feature_map, training features, held-out features)`` of a CV fold.
 
         The CV estimators map a fold once and fit every grid point on the
@@ -187,26 +293,6 @@ class BaseMarginSoftmax(
         estimator has no map (None: ``fit`` validates the raw rows itself).
         """
         return None, None, X_test
-
-    def _fold_features_namespace(self, X_train, sample_weight, X_test, xp, device):
-        """:meth:`_fold_features` on array API rows (in namespace ``xp``)."""
-        return None, None, X_test
-
-    def _fit_on_features(self, X, y, feature_map, features, sample_weight=None):
-        """``fit`` with the feature map and mapped rows of ``_fold_features``.
-
-        The CV path's fold fits: the FeatureScaleWarning is left to the final
-        refit on all the rows, once, not once per fold and grid point
-        (scikit-learn's parallel helper resets the warning registry per task).
-        """
-        self._no_scale_check = True
-        if feature_map is not None:
-            self._premapped = (feature_map, features)
-        try:
-            return self.fit(X, y, sample_weight=sample_weight)
-        finally:
-            self.__dict__.pop("_premapped", None)
-            self.__dict__.pop("_no_scale_check", None)
 
     # -- fit ------------------------------------------------------------------
     def _validate_hyperparameters(self):
@@ -233,22 +319,14 @@ class BaseMarginSoftmax(
             raise ValueError(f"lambda_min must be finite; got {self.lambda_min!r}.")
         return margin, m, s, float(lambda_min)
 
-    def _check_training_data(self, X, y, sample_weight):
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            order="C",
-        )
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
-        check_two_classes(classes)
+    def _check_training_data(self, X, y, sample_weight, xp=None, check_scale=True):
+        """Return validated rows, classes, encoded labels and host weights."""
+        X, y, sample_weight = validate_training_data(self, X, y, sample_weight, xp)
+        classes, y_encoded = encode_labels(y)
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
-        if not self.__dict__.get("_no_scale_check"):
+        if check_scale and xp is None:
             check_feature_scales(
                 X,
                 sample_weight,
@@ -257,14 +335,15 @@ class BaseMarginSoftmax(
             )
         return X, classes, y_encoded, sample_weight
 
-    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the classifier by L-BFGS.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data (float32 stays float32).
+            Training data (float32 stays float32). A Dask array is fitted by
+            passes over its row chunks; an array API array (torch, CuPy, ...)
+            under ``array_api_dispatch`` on its device.
         y : array-like of shape (n_samples,)
             Class labels, of any type.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -275,21 +354,32 @@ class BaseMarginSoftmax(
         self : object
             Fitted estimator.
         """
-        if (dask := _dask_integration(X)) is not None:  # Dask input (_dask.py)
-            return dask.fit_dask(self, X, y, sample_weight)
-        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
-            from ._namespace import fit_array_api
+        return self._fit(X, y, sample_weight)
 
-            return fit_array_api(self, X, y, sample_weight, *namespace)
-        # Labels and weights follow a NumPy X (array API ones under dispatch).
-        y, sample_weight = host_inputs(y, sample_weight)
+    @fit_context(prefer_skip_nested_validation=True)
+    def _fit(self, X, y, sample_weight=None, *, premapped=None, check_scale=True):
+        """:meth:`fit`, with the CV search's two private arguments.
+
+        ``premapped`` is a CV fold's ``(feature_map, mapped rows)``
+        (:meth:`_fold_features`): the fit uses them as they are, learns no
+        input transform and leaves the rows unchanged for the next grid
+        point. ``check_scale=False`` skips the FeatureScaleWarning (the
+        search warns once, at its final refit, not per fold and grid point).
+        """
+        if (dask := _dask_integration(X)) is not None:  # integrations/dask
+            return dask.fit_dask(self, X, y, sample_weight)
+        xp, device = input_namespace(X) or (None, None)  # torch, CuPy, ...
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
-            X, y, sample_weight
+            X, y, sample_weight, xp, check_scale
         )
         self.classes_ = classes
-        X = self._fit_input_transform(X, y_encoded, sample_weight)
-        features = self._fit_feature_map(X, sample_weight)
+        X = self._fit_input_transform(
+            X, y_encoded, sample_weight, xp, device, learn=premapped is None
+        )
+        features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
+        # L-Softmax's softmax start works on the raw rows: kept until the start.
+        raw_start = margin.start == "softmax-solution"
         # Row norms once: for the lift's RMS and for the unit rows.
         norms = row_norms(features) if margin.uses_angle else None
         constant = (
@@ -300,54 +390,73 @@ class BaseMarginSoftmax(
             else 0.0
         )
         rows = prepare_rows(
-            features,
-            normalize=margin.uses_angle,
-            constant=constant,
-            norms=norms,
-            # Mapped rows are ours and needed no more, except by the softmax
-            # start of L-Softmax, which works on the raw rows.
-            overwrite=features is not X and margin.start != "softmax-solution",
-        )
+            features, normalize=margin.uses_angle, constant=constant, norms=norms,
+            # Rows the map made in this call are ours and needed no more: the
+            # unit rows overwrite them (a fold's serve every grid point).
+            overwrite=features is not X and premapped is None and not raw_start,
+        )  # fmt: skip
+        raw = [features] if raw_start else []
+        del features, norms
+        largest = None
+        if rows.norms is not None:
+            largest = np.array([float((np if xp is None else xp).max(rows.norms))])
         checked_logit_scale(
-            margin, s, rows.norms, np.ones(len(classes)), rows.dtype,
+            margin, s, largest, np.ones(len(classes)), numpy_dtype(rows.X.dtype),
             "lower s, or scale the data (e.g. StandardScaler)",
         )  # fmt: skip
-        objective = LinearMarginObjective(
-            rows,
-            y_encoded,
-            len(classes),
-            sample_weight,
-            margin,
-            m,
-            s,
-            self.C,
-            self.fit_intercept,
+        objective_of, class_sums = _objective_leaves(
+            self, y_encoded, sample_weight, len(classes), xp, device
         )
-        settings = {
-            "max_iter": self.max_iter,
-            "tol": self.tol,
-            "random_state": self.random_state,
-        }
+        objective = objective_of(rows, margin, m, s)
 
-        def cold_start():
-            if margin.start == "softmax-solution":
-                return softmax_start(
-                    objective, features, y_encoded, sample_weight, settings=settings
-                )
-            return initial_params(
-                objective, y_encoded, sample_weight, self.random_state
-            ), 0
+        def softmax_problem():
+            # The raw rows are released once the start is built (a warm start
+            # never calls this and keeps them to the end of fit).
+            return objective_of(PreparedRows(raw.pop(), None, 0.0), Softmax(), 0.0, 1.0)
 
-        return self._solve(objective, lambda_min, cold_start)
+        self._solve(
+            objective,
+            lambda_min,
+            np.bincount(y_encoded, sample_weight, minlength=len(classes)),
+            lambda: class_sums(rows),
+            softmax_problem,
+        )
+        if xp is not None:
+            from ._device import move_fitted_to_device
 
-    def _solve(self, objective, lambda_min, cold_start):
+            move_fitted_to_device(self, xp, device)
+        return self
+
+    def _cold_start(self, objective, class_totals, class_sums, softmax_problem):
+        """``(x0, n_iter)`` of a cold fit, as the margin's ``start`` asks.
+
+        ``class_sums()`` gives the weighted class sums of the unit rows and
+        ``softmax_problem()`` the plain-softmax objective on the raw rows
+        (in memory, on a device, or reduced over Dask chunks); each is called
+        only by the start that needs it.
+        """
+        margin = objective.margin
+        if margin.start == "softmax-solution":
+            # L-Softmax's logits at lambda -> infinity are the raw inner
+            # products: the softmax prototypes on the raw rows carry over.
+            start = softmax_problem()
+            x0 = start_params(start, class_totals, None, self.random_state)
+            settings = {
+                "max_iter": self.max_iter,
+                "tol": self.tol,
+                "random_state": self.random_state,
+            }
+            return solve_softmax_start(start, x0, settings)
+        sums = class_sums() if margin.start == "class-means" else None
+        return start_params(objective, class_totals, sums, self.random_state), 0
+
+    def _solve(self, objective, lambda_min, class_totals, class_sums, softmax_problem):
         """Solve from a warm or cold start and store the solution (every path).
 
         ``objective`` is a :class:`~sklmargin.objective.MarginObjective`: the
-        loss and its resolved ``m`` and ``s`` are read from it.
-        ``cold_start() -> (x0, n_iter)`` gives the first point of a cold fit;
-        the in-memory fit and the Dask fit differ only in it and in the
-        objective they pass.
+        loss and its resolved ``m`` and ``s`` are read from it. The other
+        arguments feed :meth:`_cold_start`. Its evaluation count (and, on a
+        device, its transfer time) are kept in ``_fit_stats``.
         """
         margin, s = objective.margin, objective.s
         x0 = warm_start_params(self, objective)
@@ -356,7 +465,9 @@ class BaseMarginSoftmax(
             lambdas = [lambda_min]
         else:
             lambdas = lambda_schedule(lambda_min) if margin.uses_lambda else [0.0]
-            x0, n_iter = cold_start()
+            x0, n_iter = self._cold_start(
+                objective, class_totals, class_sums, softmax_problem
+            )
             if margin.start == "class-means" and not margin.uses_lambda:
                 x0 = optimal_intercept(objective, x0)
         result = fit_continuation(
@@ -385,6 +496,11 @@ class BaseMarginSoftmax(
             hint=self._collapse_hint(margin, objective),
         )
         self.n_iter_ = n_iter + result.n_iter
+        self._fit_stats = {
+            key: getattr(objective, key)
+            for key in ("n_evaluations", "transfer_seconds")
+            if hasattr(objective, key)
+        }
         return self
 
     def _store_solution(self, objective, params):
@@ -445,18 +561,41 @@ class BaseMarginSoftmax(
         )
 
     # -- prediction -----------------------------------------------------------
+    def _routed(self, X, method):
+        """``method(X)`` over the row chunks of a Dask ``X``, else None."""
+        if (dask := _dask_integration(X)) is None:
+            return None
+        return dask.predict_dask(self, method, X)
+
+    def _predict_logits(self, X, method):
+        """``(logits, X, xp, device)``: margin-free logits of validated ``X``."""
+        X, xp, device = predict_inputs(self, X, method, self)
+        return self._model_logits(X, xp, device), X, xp, device
+
+    def _model_logits(self, X, xp=None, device=None):
+        """Margin-free logits of validated rows, in their dtype and namespace.
+
+        In ``X``'s dtype whatever precision a kernel map computed in, refused
+        where that dtype cannot hold them (``logits_in_dtype``).
+        """
+        features = self._map_features(self._transform_input(X, xp, device), xp, device)
+        if xp is None:
+            return logits_in_dtype(self._logits_of_features(features), X.dtype)
+        from ._device import device_logits
+
+        logits = device_logits(self, features, xp, device)
+        if logits.dtype != X.dtype:  # a float64 kernel map asked about float32 rows
+            largest = np.array([float(xp.max(xp.abs(logits)))])
+            logits_in_dtype(largest, numpy_dtype(X.dtype))  # the range check
+            logits = xp.astype(logits, X.dtype)
+        return logits
+
     def _logits(self, X):
         """Margin-free logits of the fitted model (n_samples, n_classes)."""
-        check_is_fitted(self)
-        X = validate_data(
-            self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
-        )
-        # In the input's dtype, whatever precision a kernel map computed in.
-        logits = self._logits_of_features(self._map_features(self._transform_input(X)))
-        return logits_in_dtype(logits, X.dtype)
+        return self._predict_logits(X, "decision_function")[0]
 
     def _logits_of_features(self, features):
-        """Margin-free logits of rows already mapped by ``feature_map_``."""
+        """Margin-free logits of NumPy rows already mapped by ``feature_map_``."""
         return margin_free_logits(
             self.margin_,
             features,
@@ -466,6 +605,18 @@ class BaseMarginSoftmax(
             constant=self.constant_feature_,
             constant_coef=self.constant_coef_,
         )
+
+    def _array_api_predict(self, X, method="score_samples"):
+        """:meth:`score_samples` of array API input (or of a device model).
+
+        None for NumPy input to a NumPy model: the caller's NumPy code runs.
+        """
+        if input_namespace(X) is None and not fitted_on_device(self):
+            return None
+        from ._device import device_open_set_score
+
+        logits, X, xp, device = self._predict_logits(X, method)
+        return device_open_set_score(self, X, logits, xp, device)
 
     def decision_function(self, X):
         """Margin-free logits; for two classes, ``z_1 - z_0`` (1-D).
@@ -477,10 +628,11 @@ class BaseMarginSoftmax(
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
+            In ``X``'s namespace and on its device.
         """
         if (routed := self._routed(X, "decision_function")) is not None:
             return routed
-        logits = self._logits(X)
+        logits = self._predict_logits(X, "decision_function")[0]
         if logits.shape[1] == 2:
             return logits[:, 1] - logits[:, 0]
         return logits
@@ -498,8 +650,8 @@ class BaseMarginSoftmax(
         """
         if (routed := self._routed(X, "predict")) is not None:
             return routed
-        logits = self._logits(X)
-        return self.classes_[np.argmax(logits, axis=1)]
+        logits, _, xp, device = self._predict_logits(X, "predict")
+        return labels_of(self.classes_, logits, xp, device)
 
     def predict_proba(self, X):
         """Softmax of the margin-free logits.
@@ -514,7 +666,8 @@ class BaseMarginSoftmax(
         """
         if (routed := self._routed(X, "predict_proba")) is not None:
             return routed
-        return predicted_probabilities(self._logits(X))
+        logits, _, xp, _ = self._predict_logits(X, "predict_proba")
+        return softmax_probabilities(logits, xp)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
@@ -534,13 +687,13 @@ class BaseMarginSoftmax(
         """
         if (routed := self._routed(X, "predict_log_proba")) is not None:
             return routed
-        logits = self._logits(X)
-        return np.log(predicted_probabilities(logits))
+        logits, _, xp, _ = self._predict_logits(X, "predict_log_proba")
+        return (np if xp is None else xp).log(softmax_probabilities(logits, xp))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         # Fit and predict in the input's namespace under array_api_dispatch
-        # (torch, CuPy, array-api-strict; sklmargin.estimators._namespace).
+        # (torch, CuPy, array-api-strict; the device leaves in ._device).
         tags.array_api_support = True
         return tags

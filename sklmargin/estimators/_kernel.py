@@ -13,6 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import sparse
 
+from .._utils.array_api import numpy_dtype, take_rows, to_numpy
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from ..features._centres import CENTRE_SELECTORS
@@ -252,7 +253,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         "metric": lambda state: None,
         "metric_steps": lambda state: 1,
     }
-    _legacy_fitted = {"compute_dtype_": fitted_dtype_name}
+    _legacy_fitted = {
+        **BaseMarginSoftmax._legacy_fitted,
+        "compute_dtype_": fitted_dtype_name,
+    }
 
     def __init__(
         self,
@@ -308,7 +312,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             return np.dtype(np.float32)
         return np.dtype(input_dtype)
 
-    def _fit_input_transform(self, X, y_encoded, sample_weight, xp=None, device=None):
+    def _fit_input_transform(
+        self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
+    ):
         """Learn the input metric (``metric``) and return the transformed ``X``.
 
         NumPy rows are sliced for the pilot, array API rows copied to the host
@@ -317,27 +323,18 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         """
         from ._metric import apply_input_transform, training_row_keys
 
-        if self.metric is None or "_premapped" in vars(self):
-            # No metric, or a CV fold's rows mapped without one: no keys needed.
+        if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
         keys = training_row_keys(X, xp)
-        if xp is None:
-            dtype = X.dtype
 
-            def take(rows):
-                return X[rows], y_encoded[rows], sample_weight[rows]
-        else:
-            from .._utils.array_api import numpy_dtype, to_device, to_numpy
+        def take(rows):
+            part = X[rows] if xp is None else to_numpy(take_rows(X, rows, xp, device))
+            return part, y_encoded[rows], sample_weight[rows]
 
-            dtype = numpy_dtype(X.dtype)
-
-            def take(rows):
-                index = to_device(rows.astype(np.int64), xp, device)
-                part = to_numpy(xp.take(X, index, axis=0))
-                return part, y_encoded[rows], sample_weight[rows]
-
-        transform = self._learn_input_transform(X.shape, dtype, take, keys)
+        transform = self._learn_input_transform(
+            X.shape, numpy_dtype(X.dtype), take, keys
+        )
         return apply_input_transform(X, transform, xp, device)
 
     def _learn_input_transform(self, shape, input_dtype, take, keys):
@@ -345,14 +342,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
 
         ``take(rows) -> (X, y_encoded, sample_weight)`` gives NumPy training
         rows at the indices ``rows``: the one part the NumPy, array API and
-        Dask fits do differently; ``keys`` are the rows' stable keys. A CV
-        fold's premapped rows were mapped without a metric, so none is learned
-        there.
+        Dask fits do differently; ``keys`` are the rows' stable keys.
         """
         from ._metric import learn_input_transform
 
         transform = None
-        if self.metric is not None and "_premapped" not in vars(self):
+        if self.metric is not None:
             dtype = self._resolve_compute_dtype(shape[0], input_dtype)
             transform = learn_input_transform(self, keys, take, dtype)
             if transform is None:  # no step learned anything: the identity
@@ -376,8 +371,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             relevance = np.diag(metric).copy()
         self.feature_relevance_ = relevance / np.max(relevance)
 
-    def _map_input(self, X, dtype):
+    def _map_input(self, X, dtype, xp=None):
         """``X`` as the feature map takes it: ``dtype``, dense for Nyström."""
+        dtype = np.dtype(dtype)
+        if xp is not None:  # no copy when X has the dtype already
+            return xp.astype(X, getattr(xp, dtype.name), copy=False)
         X = X.astype(dtype, copy=False)
         if sparse.issparse(X) and self.kernel_approximation == "nystroem":
             # The Nyström map works on dense rows (centres are rows of X).
@@ -399,80 +397,33 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             random_state=self.random_state,
         )
 
-    def _fitted_map(self, X, sample_weight):
-        """Fit a new map on ``X``: ``(map, dtype, X as the map takes it)``."""
-        dtype = self._resolve_compute_dtype(X.shape[0], X.dtype)
-        X = self._map_input(X, dtype)
-        feature_map = self._new_feature_map().fit(X, sample_weight=sample_weight)
-        return feature_map, dtype, X
+    def _fitted_map(self, X, sample_weight, xp=None):
+        """Fit a new map on ``X``: ``(map, X as the map takes it)``.
 
-    def _fit_feature_map(self, X, sample_weight):
-        premapped = self.__dict__.pop("_premapped", None)
-        if premapped is not None:  # a CV fold's map and rows (_fit_on_features)
-            self.feature_map_, features = premapped
-            self.compute_dtype_ = features.dtype.name
-            # fit normalises its rows in place; the fold's rows serve every
-            # point of the path.
-            return features.copy()
-        self.feature_map_, dtype, X = self._fitted_map(X, sample_weight)
-        self.compute_dtype_ = dtype.name
-        return self.feature_map_.transform(X)
-
-    def _map_features(self, X):
-        return self.feature_map_.transform(self._map_input(X, self.compute_dtype_))
-
-    def _fit_feature_map_namespace(self, X, sample_weight, xp, device):
-        from .._utils.array_api import numpy_dtype
-        from ..features._namespace import transform_namespace
-
-        premapped = self.__dict__.pop("_premapped", None)
-        if premapped is not None:  # a CV fold's map and rows (_fit_on_features)
-            self.feature_map_, features = premapped
-            self.compute_dtype_ = numpy_dtype(features.dtype).name
-            # No copy, unlike the NumPy path: the namespace fit prepares its
-            # rows into new arrays and leaves these as they are.
-            return features
-        self.feature_map_, X = self._fitted_map_namespace(X, sample_weight, xp, device)
-        self.compute_dtype_ = numpy_dtype(X.dtype).name
-        return transform_namespace(self.feature_map_, X, xp, device)
-
-    def _fitted_map_namespace(self, X, sample_weight, xp, device):
-        """:meth:`_fitted_map` on array API rows: ``(map, X in its dtype)``."""
-        from .._utils.array_api import numpy_dtype
-        from ..features._namespace import fit_map_namespace
-
+        The maps' ``fit`` and ``transform`` run in ``X``'s namespace (array
+        API rows on their device, :mod:`sklmargin.features`).
+        """
         dtype = self._resolve_compute_dtype(X.shape[0], numpy_dtype(X.dtype))
-        # No copy when X has the dtype already (the standard's astype copies).
-        X = xp.astype(X, getattr(xp, dtype.name), copy=False)
-        feature_map = fit_map_namespace(
-            self._new_feature_map(), X, sample_weight, xp, device
-        )
-        return feature_map, X
+        X = self._map_input(X, dtype, xp)
+        return self._new_feature_map().fit(X, sample_weight=sample_weight), X
 
-    def _map_features_namespace(self, X, xp, device):
-        from ..features._namespace import transform_namespace
+    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
+        if premapped is not None:  # a CV fold's map and rows, used as they are
+            self.feature_map_, features = premapped
+        else:
+            self.feature_map_, X = self._fitted_map(X, sample_weight, xp)
+            features = self.feature_map_.transform(X)
+        self.compute_dtype_ = numpy_dtype(features.dtype).name
+        return features
 
-        X = xp.astype(X, getattr(xp, self.compute_dtype_), copy=False)
-        return transform_namespace(self.feature_map_, X, xp, device)
+    def _map_features(self, X, xp=None, device=None):
+        return self.feature_map_.transform(self._map_input(X, self.compute_dtype_, xp))
 
-    def _fold_features(self, X_train, sample_weight, X_test):
-        feature_map, dtype, X_train = self._fitted_map(X_train, sample_weight)
+    def _fold_features(self, X_train, sample_weight, X_test, xp=None, device=None):
+        feature_map, X_train = self._fitted_map(X_train, sample_weight, xp)
+        X_test = self._map_input(X_test, numpy_dtype(X_train.dtype), xp)
         return (
             feature_map,
             feature_map.transform(X_train),
-            feature_map.transform(self._map_input(X_test, dtype)),
-        )
-
-    def _fold_features_namespace(self, X_train, sample_weight, X_test, xp, device):
-        """:meth:`_fold_features` on array API rows, mapped on their device."""
-        from ..features._namespace import transform_namespace
-
-        feature_map, X_train = self._fitted_map_namespace(
-            X_train, sample_weight, xp, device
-        )
-        X_test = xp.astype(X_test, X_train.dtype)
-        return (
-            feature_map,
-            transform_namespace(feature_map, X_train, xp, device),
-            transform_namespace(feature_map, X_test, xp, device),
+            feature_map.transform(X_test),
         )

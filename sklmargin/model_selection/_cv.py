@@ -15,9 +15,8 @@ from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
-from ..features._gamma import scale_gamma
+from ..features._gamma import gamma_from_variance, scale_gamma
 from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
-from ._namespace import scale_gamma_namespace
 
 _SHARED_PARAMS_DOC = """
     ss : array-like of float, default=None
@@ -435,11 +434,9 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         model.set_params(metric=self.metric, metric_steps=self.metric_steps)
         model._set_input_transform(transform)
         if namespace is not None:
-            from .._utils.array_api import to_device
+            from ..estimators._device import move_fitted_to_device
 
-            for name in ("input_transform_", "feature_relevance_", "metric_"):
-                if getattr(model, name, None) is not None:
-                    setattr(model, name, to_device(getattr(model, name), *namespace))
+            move_fitted_to_device(model, *namespace)
 
     def _default_path(self, margin):
         if margin.penalized or not margin.uses_s:
@@ -448,12 +445,14 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         return "s", tuple(float(s * f) for f in _S_FACTORS)
 
     def _extra_grids(self, X, sample_weight):
-        namespace = input_namespace(X)
-        scale = (
-            scale_gamma(X, sample_weight)
-            if namespace is None
-            else scale_gamma_namespace(X, sample_weight, namespace[0])
-        )
+        if (namespace := input_namespace(X)) is None:
+            scale = scale_gamma(X, sample_weight)
+        else:  # the features' statistic on the device
+            from ..features._namespace import weighted_variance
+
+            weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+            variance = weighted_variance(X, weights, namespace[0])
+            scale = gamma_from_variance(variance, X.shape[1])
         if self.gammas is None:
             return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
         gammas = _valid_values(

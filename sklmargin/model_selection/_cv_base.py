@@ -11,6 +11,13 @@ The out-of-fold margin-free logits at the chosen point come for free and fit a
 temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
 :meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
 :meth:`decision_function` and :meth:`predict` stay those of the model.
+
+Array API rows (torch, CuPy, array-api-strict, under ``array_api_dispatch``)
+run the same search: folds are cut and mapped on the device and every path
+point is the base estimator's fit there; the held-out logits come to the host
+(``n_test x K`` numbers), where the scores, the selection and the temperature
+are this module's NumPy code on the same numbers. Predictions run in ``X``'s
+namespace, through the same :meth:`_mean_logits`.
 """
 
 from __future__ import annotations
@@ -21,35 +28,36 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel
-from joblib import delayed as joblib_delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils import parallel as sklearn_parallel
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted
 
-from .._utils.array_api import input_namespace
+from .._utils.array_api import (
+    fitted_on_device,
+    input_namespace,
+    namespace_name,
+    to_device,
+    wide_dtype,
+)
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
-from .._utils.validation import check_two_classes, check_weights
+from .._utils.validation import check_weights
+from ..estimators._base import (
+    encode_labels,
+    labels_of,
+    predict_inputs,
+    softmax_probabilities,
+    validate_training_data,
+)
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..losses._registry import get_margin
-from ..objective._cross_entropy import predicted_probabilities
 from ..openset._scores import CVOpenSetScoreMixin
-from ._calibration import fit_temperature, logits_from_decision
+from ._calibration import fit_temperature
 from ._cv_path import check_folds, fit_fold, full_class_logits
 from ._edges import warn_grid_edges
-from ._namespace import (
-    fit_inputs,
-    fitted_models,
-    named_scoring_failure,
-    predict_cv_array_api,
-    routed_namespace,
-    to_namespace_attributes,
-)
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
 #: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
@@ -271,16 +279,13 @@ class _BaseMarginSoftmaxCV(
             the largest value searched (not at an end of its domain, such as
             ``m = 0``): the message names the parameter to widen.
         """
-        if (namespace := input_namespace(X)) is None:
-            X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                order="C",
-            )  # fmt: skip
-        else:  # torch, CuPy, ...: rows on their device (._namespace)
-            X, y, sample_weight = fit_inputs(self, X, y, sample_weight, namespace[0])
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
-        check_two_classes(classes)
+        # Array API rows (torch, CuPy, ...) stay on their device: folds are
+        # cut and mapped there, the held-out logits come to the host.
+        namespace = input_namespace(X)
+        X, y, sample_weight = validate_training_data(
+            self, X, y, sample_weight, namespace and namespace[0]
+        )
+        classes, y_encoded = encode_labels(y)
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])
@@ -310,13 +315,8 @@ class _BaseMarginSoftmaxCV(
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         scorer = self._scorer()
         base = self._base_estimator()
-        # Array API folds need dispatch on in joblib's workers too: scikit-learn's
-        # Parallel carries the configuration there (NumPy folds need nothing).
-        run, delayed = (
-            (Parallel, joblib_delayed)
-            if namespace is None
-            else (sklearn_parallel.Parallel, sklearn_parallel.delayed)
-        )
+        # scikit-learn's Parallel carries the configuration to joblib's
+        # workers: array API folds need dispatch on there too.
         jobs = [
             delayed(fit_fold)(
                 clone(base).set_params(**map_point),
@@ -340,7 +340,7 @@ class _BaseMarginSoftmaxCV(
             for f, (train, test) in enumerate(folds)
             for map_point in map_points
         ]
-        parallel = run(n_jobs=self.n_jobs, verbose=self.verbose)
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
         results = [path for job in parallel(jobs) for path in job]
 
         n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
@@ -354,8 +354,11 @@ class _BaseMarginSoftmaxCV(
         self.scores_ = scores.reshape(shape)
         self.n_iter_ = n_iter.reshape(shape)
         self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
-        if namespace is not None:
-            to_namespace_attributes(self, *namespace)
+        if namespace is not None:  # in X's namespace, as scikit-learn keeps them
+            xp, device = namespace
+            wide = wide_dtype(xp, device)
+            self.scores_ = to_device(self.scores_, xp, device, dtype=wide)
+            self.n_iter_ = to_device(self.n_iter_.astype(np.int64), xp, device)
 
         def logits_at(fold, flat):
             o, k = divmod(flat, n_path)
@@ -456,15 +459,12 @@ class _BaseMarginSoftmaxCV(
         map does not share: the kernel search refits cold (``steps`` empty).
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
-        fit_kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
         points = steps or (None,)
         for i, value in enumerate(points):  # the last step is the chosen point
             if value is not None:
                 estimator.set_params(**{path_name: value})
             # The FeatureScaleWarning once, at the chosen point, not per step.
-            estimator._no_scale_check = i < len(points) - 1
-            estimator.fit(X, y, **fit_kwargs)
-        del estimator._no_scale_check  # (a failed fit drops the copy anyway)
+            estimator._fit(X, y, sample_weight, check_scale=i == len(points) - 1)
         return estimator.set_params(warm_start=False)
 
     def _cv_results(self, grid_points, scores, times, n_iter, scored):
@@ -487,15 +487,50 @@ class _BaseMarginSoftmaxCV(
         return results
 
     # -- prediction -----------------------------------------------------------
-    def _array_api_predict(self, X, method):
-        """``method(X)`` on array API input (or a model fitted on a device).
+    def _mean_logits(self, X, method):
+        """``(logits, xp, device)``: the chosen model's logits (the folds' mean).
 
-        None for NumPy input to a NumPy model: the caller's NumPy code runs.
+        Over all ``classes_``, in ``X``'s namespace and on its device.
         """
-        namespace = routed_namespace(self, X)
-        if namespace is False:
+        check_is_fitted(self)
+        models = fitted_models(self)
+        X, xp, device = predict_inputs(self, X, method, models[0])
+        logits = [
+            full_class_logits(
+                model._model_logits(X, xp, device), model.classes_, self.classes_, xp
+            )
+            for model in models
+        ]
+        if len(logits) == 1:
+            return logits[0], xp, device
+        xp_ = np if xp is None else xp
+        return xp_.mean(xp_.stack(logits), axis=0), xp, device
+
+    def _decision_logits(self, X, method):
+        """``(z, xp, device)`` with, for two classes, ``z = [0, z_1 - z_0]``.
+
+        The logits of :meth:`decision_function`, as the temperature was
+        fitted on them.
+        """
+        logits, xp, device = self._mean_logits(X, method)
+        if logits.shape[1] == 2:
+            decision = logits[:, 1] - logits[:, 0]
+            xp_ = np if xp is None else xp
+            logits = xp_.stack([xp_.zeros_like(decision), decision], axis=1)
+        return logits, xp, device
+
+    def _array_api_predict(self, X, method="score_samples"):
+        """:meth:`score_samples` of array API input (or of device models).
+
+        None for NumPy input to NumPy models: the caller's NumPy code runs.
+        """
+        check_is_fitted(self)
+        models = fitted_models(self)
+        if input_namespace(X) is None and not fitted_on_device(models[0]):
             return None
-        return predict_cv_array_api(self, method, X, namespace)
+        X, xp, _ = predict_inputs(self, X, method, models[0])
+        scores = [model._array_api_predict(X, method) for model in models]
+        return scores[0] if len(scores) == 1 else xp.mean(xp.stack(scores), axis=0)
 
     def decision_function(self, X):
         """Margin-free logits of the chosen model (fold average if not refit).
@@ -508,20 +543,8 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        if (routed := self._array_api_predict(X, "decision_function")) is not None:
-            return routed
-        check_is_fitted(self)
-        X = validate_data(
-            self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
-        )
-        if self.estimator_ is not None:
-            return self.estimator_.decision_function(X)
-        logits = [
-            full_class_logits(est._logits(X), est.classes_, self.classes_)
-            for est in self.estimators_
-        ]
-        mean = np.mean(logits, axis=0).astype(logits[0].dtype, copy=False)
-        return mean[:, 1] - mean[:, 0] if mean.shape[1] == 2 else mean
+        logits = self._mean_logits(X, "decision_function")[0]
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
     def predict(self, X):
         """Class of the largest logit.
@@ -534,10 +557,8 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples,)
         """
-        if (routed := self._array_api_predict(X, "predict")) is not None:
-            return routed
-        logits = logits_from_decision(self.decision_function(X))
-        return self.classes_[np.argmax(logits, axis=1)]
+        logits, xp, device = self._decision_logits(X, "predict")
+        return labels_of(self.classes_, logits, xp, device)
 
     def predict_proba(self, X):
         r"""Calibrated probabilities :math:`\mathrm{softmax}(z / T)`.
@@ -550,13 +571,9 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if (routed := self._array_api_predict(X, "predict_proba")) is not None:
-            return routed
-        return predicted_probabilities(self._calibrated_logits(X))
-
-    def _calibrated_logits(self, X):
-        logits = logits_from_decision(self.decision_function(X))
-        return logits / logits.dtype.type(self.temperature_)
+        logits, xp, _ = self._decision_logits(X, "predict_proba")
+        logits = logits / float(self.temperature_)
+        return softmax_probabilities(logits, xp)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (taken from it, so both agree).
@@ -572,16 +589,15 @@ class _BaseMarginSoftmaxCV(
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if (routed := self._array_api_predict(X, "predict_log_proba")) is not None:
-            return routed
-        logits = self._calibrated_logits(X)
-        return np.log(predicted_probabilities(logits))
+        logits, xp, _ = self._decision_logits(X, "predict_log_proba")
+        logits = logits / float(self.temperature_)
+        return (np if xp is None else xp).log(softmax_probabilities(logits, xp))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         # Fit and predict in the input's namespace under array_api_dispatch
-        # (torch, CuPy, array-api-strict; ._namespace).
+        # (torch, CuPy, array-api-strict).
         tags.array_api_support = True
         return tags
 
@@ -597,3 +613,37 @@ def _first_best(mean_scores):
     mean_scores = np.asarray(mean_scores)
     best = np.max(mean_scores)
     return int(np.flatnonzero(mean_scores >= best - 1e-10 * max(1.0, abs(best)))[0])
+
+
+def fitted_models(cv_estimator):
+    """Return the models that predict: the refit one, or each fold's best."""
+    if cv_estimator.estimator_ is not None:
+        return [cv_estimator.estimator_]
+    return cv_estimator.estimators_
+
+
+def named_scoring_failure(score, scoring, name):
+    """Wrap a user's ``scoring`` so that its failure on array API rows is named.
+
+    Some of scikit-learn's metrics do not take array API inputs yet (in 1.9,
+    ``"roc_auc_ovr"`` fails inside torch with a ``TypeError`` about ``diff``;
+    ``GridSearchCV`` fails the same way): the error then says which scoring
+    failed, on what, and what to do. NumPy rows call ``score`` unchanged.
+    """
+
+    def score_rows(estimator, rows, logits):
+        if input_namespace(rows.X_test) is None:
+            return score(estimator, rows, logits)
+        try:
+            return score(estimator, rows, logits)
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(
+                f"{name}: scoring={scoring!r} failed on the held-out rows "
+                f"({namespace_name(rows.X_test)} input, array_api_dispatch on; "
+                f"{type(exc).__name__}: {exc}). Not every scikit-learn metric "
+                "supports array API inputs: use one that does (the default "
+                "scoring=None, accuracy, or 'neg_log_loss'), or fit on NumPy "
+                "arrays (X.cpu().numpy() for a torch tensor)."
+            ) from exc
+
+    return score_rows

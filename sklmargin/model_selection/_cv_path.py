@@ -4,8 +4,11 @@ A job is one fold at one *map point* (the kernel width ``gamma``; nothing for
 the linear estimator). The fold's training rows are mapped once and its
 held-out rows once (:meth:`BaseMarginSoftmax._fold_features`), then every inner
 grid point (the margin ``m``) runs its warm-started path over ``s`` (or ``C``)
-on those mapped rows. Each path point is scored from one pass of margin-free
-logits over the held-out rows, which are kept for the temperature fit.
+on those mapped rows, handed to the fit as its explicit private argument
+``premapped``. Each path point is scored from one pass of margin-free logits
+over the held-out rows, which are kept for the temperature fit. Array API
+rows are cut and mapped where they live; only the held-out logits come to
+the host.
 
 :func:`check_folds` refuses, before any fit, the folds nothing can be fitted
 on.
@@ -25,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from .._utils.array_api import input_namespace
-from ._namespace import fold_y_test, held_out_logits, take_rows
+from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
 
 
 @dataclass
@@ -48,23 +50,20 @@ class FoldRows:
 def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
     """Cut one fold and map its rows once (``estimator._fold_features``).
 
-    Array API rows are cut and mapped on their device
-    (:mod:`sklmargin.model_selection._namespace`); labels and weights stay on
-    the host.
+    Array API rows are cut and mapped on their device; labels and weights
+    stay on the host, except the held-out labels a user's ``scoring``
+    compares with the fold model's ``predict``: on the device when numeric
+    (string labels stay NumPy on both sides).
     """
+    xp, device = input_namespace(X) or (None, None)
     sw_train = None if sample_weight is None else sample_weight[train]
+    X_train, X_test = (take_rows(X, rows, xp, device) for rows in (train, test))
+    feature_map, features_train, features_test = estimator._fold_features(
+        X_train, sw_train, X_test, xp, device
+    )
     y_test = y[test]
-    if (namespace := input_namespace(X)) is None:
-        X_train, X_test = X[train], X[test]
-        feature_map, features_train, features_test = estimator._fold_features(
-            X_train, sw_train, X_test
-        )
-    else:
-        X_train, X_test = (take_rows(X, rows, *namespace) for rows in (train, test))
-        feature_map, features_train, features_test = estimator._fold_features_namespace(
-            X_train, sw_train, X_test, *namespace
-        )
-        y_test = fold_y_test(y_test, *namespace)
+    if xp is not None and y_test.dtype.kind in "biuf":
+        y_test = to_device(y_test, xp, device)
     return FoldRows(
         X_train,
         y[train],
@@ -79,19 +78,42 @@ def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
     )
 
 
-def full_class_logits(logits, estimator_classes, classes):
+def full_class_logits(logits, estimator_classes, classes, xp=None):
     """``logits`` over ``estimator_classes`` as an array over all ``classes``.
 
     A fold may miss a rare class in training; its column gets the row's
     smallest logit (as unlikely as the least likely class seen), which keeps
     the held-out logits finite for the temperature and the fold models'
-    logits comparable for averaging.
+    logits comparable for averaging. In ``xp`` (array API logits) column by
+    column: the standard has no scatter into columns.
     """
     if len(estimator_classes) == len(classes):
         return logits
-    full = np.repeat(logits.min(axis=1, keepdims=True), len(classes), axis=1)
-    full[:, np.searchsorted(classes, estimator_classes)] = logits
-    return full
+    if xp is None:
+        full = np.repeat(logits.min(axis=1, keepdims=True), len(classes), axis=1)
+        full[:, np.searchsorted(classes, estimator_classes)] = logits
+        return full
+    floor = xp.min(logits, axis=1)
+    position = {label: j for j, label in enumerate(estimator_classes.tolist())}
+    columns = [
+        logits[:, position[label]] if label in position else floor
+        for label in classes.tolist()
+    ]
+    return xp.stack(columns, axis=1)
+
+
+def held_out_logits(estimator, features):
+    """Margin-free logits of a fold's held-out (mapped) rows, as NumPy.
+
+    Computed where the rows are; a device's come to the host (``n_test x K``
+    numbers), where the scores and the temperature fit use them.
+    """
+    namespace = input_namespace(features)
+    if namespace is None:
+        return estimator._logits_of_features(features)
+    from ..estimators._device import device_logits
+
+    return to_numpy(device_logits(estimator, features, *namespace))
 
 
 def fit_fold(
@@ -157,16 +179,20 @@ def fit_path(
     ``scored=False`` (a test fold of zero weight) leaves the scores NaN.
     """
     estimator = clone(estimator).set_params(warm_start=True)
-    fit_kwargs = {} if rows.sw_train is None else {"sample_weight": rows.sw_train}
+    premapped = None
+    if rows.feature_map is not None:
+        premapped = (rows.feature_map, rows.features_train)
     n_path = len(path_values)
     scores, n_iter, fit_time = np.empty(n_path), np.empty(n_path, int), np.empty(n_path)
     logits, models = [], []
     for k, value in enumerate(path_values):
         start = time.perf_counter()
         estimator.set_params(**{path_name: value})
-        estimator._fit_on_features(
-            rows.X_train, rows.y_train, rows.feature_map, rows.features_train,
-            **fit_kwargs,
+        # The FeatureScaleWarning is left to the final refit on all the rows,
+        # once, not once per fold and grid point.
+        estimator._fit(
+            rows.X_train, rows.y_train, rows.sw_train, premapped=premapped,
+            check_scale=False,
         )  # fmt: skip
         fit_time[k] = time.perf_counter() - start
         n_iter[k] = estimator.n_iter_

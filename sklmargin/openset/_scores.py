@@ -159,6 +159,8 @@ class OpenSetScoreMixin:
         """
         if (routed := self._routed(X, "score_samples")) is not None:
             return routed
+        if (on_device := self._array_api_predict(X)) is not None:
+            return on_device
         return margin_softmax_score_samples(self, X)
 
     def _predict_with_score(self, X):

@@ -1,9 +1,11 @@
 """Fit and predict on Dask arrays: statistics in passes, L-BFGS on the client.
 
 ``fit(X, y)`` with a ``dask.array`` ``X`` comes here (the one dispatch line at
-the top of :meth:`BaseMarginSoftmax.fit`). It runs the in-memory fit's steps
+the top of :meth:`BaseMarginSoftmax._fit`). It runs the in-memory fit's steps
 with every step that touches all rows turned into a pass over row chunks on
-the workers:
+the workers, the results reduced on the client and fed to the in-memory
+fit's own functions (:func:`~sklmargin.estimators._base.encode_labels`,
+:meth:`BaseMarginSoftmax._solve`):
 
 1. labels, weight totals per class and input checks (one pass);
 2. for the kernel estimator with ``gamma="scale"``, the weighted variance of
@@ -13,10 +15,11 @@ the workers:
 4. the prepared chunks (feature map, lift, unit rows), persisted on the
    workers when they fit in half their memory, else recomputed per
    evaluation (:mod:`sklmargin.integrations.dask._objective`);
-5. the start: class sums of the unit rows (one pass) or, for L-Softmax, a
-   plain-softmax fit over the raw feature rows, itself distributed;
-6. :func:`~sklmargin.solver._lbfgs.fit_continuation`, unchanged, on a
-   :class:`~sklmargin.integrations.dask._objective.DaskMarginObjective`.
+5. :meth:`BaseMarginSoftmax._solve` on a
+   :class:`~sklmargin.integrations.dask._objective.DaskMarginObjective`: its
+   cold start asks for the class sums of the unit rows (one pass) or, for
+   L-Softmax, the plain-softmax problem over the raw feature chunks, itself
+   distributed; the bias problem and the continuation are the in-memory ones.
 
 Only small things come back to the client: class labels and totals, a few
 scalars, ``K x M`` class sums and one ``K x M`` gradient per evaluation.
@@ -28,13 +31,16 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ..._utils.validation import check_two_classes, class_weight_factors
+from ..._utils.array_api import is_dask
+from ..._utils.validation import (
+    _check_weight_values,
+    class_weight_factors,
+)
+from ...estimators._base import encode_labels
 from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
-from ...solver._start import solve_softmax_start, start_params
 from ._cluster import _client, share
 from ._features import fit_feature_map_dask
 from ._objective import (
@@ -49,11 +55,6 @@ from ._objective import (
 #: (persist when they take at most half the workers' memory), True/False force
 #: it (the benchmark compares both).
 persist_chunks = None
-
-
-def is_dask_array(X):
-    """Whether ``X`` is a Dask collection, told without importing Dask."""
-    return type(X).__module__.startswith("dask.")
 
 
 # -- worker-side helpers -----------------------------------------------------
@@ -131,7 +132,7 @@ def _aligned(values, X, name):
         return None
     if np.isscalar(values):
         return da.full(n_samples, values, dtype=np.float64, chunks=(X.chunks[0],))
-    if not is_dask_array(values):
+    if not is_dask(values):
         values = np.asarray(values)
         if name == "sample_weight":
             values = values.astype(np.float64)
@@ -166,13 +167,20 @@ def _should_persist(n_rows, n_features, itemsize):
     return not memory or size <= 0.5 * memory
 
 
+def _delayed_map(function, columns, *args):
+    """``function(*row_blocks, *args)`` per row chunk, as delayed tasks."""
+    import dask
+
+    task = dask.delayed(function, pure=False)
+    return [task(*blocks, *args) for blocks in zip(*columns, strict=True)]
+
+
 class _Source:
     """The row blocks of X and of the encoded labels/weights, as delayed objects."""
 
     def __init__(self, X, y, sample_weight):
         import dask
 
-        self.X = X
         self.dtype = X.dtype
         self.n_samples, self.n_features_in = X.shape
         self.x_blocks = _row_blocks(X)
@@ -182,48 +190,29 @@ class _Source:
             if sample_weight is None
             else _row_blocks(sample_weight)
         )
-        task = dask.delayed(_chunk_labels, pure=False)
-        parts = [
-            task(x, y, w)
-            for x, y, w in zip(self.x_blocks, self.y_blocks, self.w_blocks, strict=True)
-        ]
-        self.chunk_totals = dask.compute(*parts)
+        columns = (self.x_blocks, self.y_blocks, self.w_blocks)
+        self.chunk_totals = dask.compute(*_delayed_map(_chunk_labels, columns))
 
     def replace_rows(self, X):
         """Use the rows ``X`` (the learned metric's, lazily) from now on."""
-        self.X = X
         self.x_blocks = _row_blocks(X)
 
     def encode(self, classes, factors):
-        import dask
-
-        encode = dask.delayed(_encode, pure=False)
-        classes, factors = share(classes), share(factors)
-        self.encoded = [
-            encode(y, w, classes, factors)
-            for y, w in zip(self.y_blocks, self.w_blocks, strict=True)
-        ]
+        columns = (self.y_blocks, self.w_blocks)
+        self.encoded = _delayed_map(_encode, columns, share(classes), share(factors))
 
     def lift_statistics(self, mapper):
         import dask
 
-        task = dask.delayed(_lift, pure=False)
-        return dask.compute(
-            *[
-                task(x, e, mapper)
-                for x, e in zip(self.x_blocks, self.encoded, strict=True)
-            ]
-        )
+        columns = (self.x_blocks, self.encoded)
+        return dask.compute(*_delayed_map(_lift, columns, mapper))
 
     def chunks(self, keep, mapper, normalize, constant, n_features):
         import dask
 
-        task = dask.delayed(_prepare, pure=False)
-        chunks = [
-            task(x, e, mapper, normalize, constant)
-            for x, e, k in zip(self.x_blocks, self.encoded, keep, strict=True)
-            if k
-        ]
+        columns = (self.x_blocks, self.encoded)
+        tasks = _delayed_map(_prepare, columns, mapper, normalize, constant)
+        chunks = [task for task, k in zip(tasks, keep, strict=True) if k]
         if _should_persist(self.n_samples, n_features, self.dtype.itemsize):
             chunks = list(dask.persist(*chunks))
         return chunks
@@ -253,9 +242,7 @@ def _fit_input_transform(estimator, X, y, sample_weight, classes, factors):
 def _classes_and_weights(source, class_weight):
     """Classes, ``class_weight`` factors, effective class and chunk totals."""
     labels = [labels for labels, _ in source.chunk_totals]
-    classes = np.unique(np.concatenate(labels))
-    check_classification_targets(classes)
-    check_two_classes(classes)
+    classes = encode_labels(np.concatenate(labels))[0]
     per_chunk = np.zeros((len(labels), len(classes)))
     for row, (chunk_labels, totals) in enumerate(source.chunk_totals):
         per_chunk[row, np.searchsorted(classes, chunk_labels)] = totals
@@ -268,11 +255,8 @@ def _classes_and_weights(source, class_weight):
     if factors is not None:
         per_chunk = per_chunk * factors
     chunk_sums = per_chunk.sum(axis=1)
-    if not chunk_sums.sum() > 0:
-        name = "sample_weight" if factors is None else "sample_weight * class_weight"
-        raise ValueError(
-            f"{name} sums to zero: at least one sample must have a positive weight."
-        )
+    name = "sample_weight" if factors is None else "sample_weight * class_weight"
+    _check_weight_values(chunk_sums, name)  # a positive total (the rest per chunk)
     return classes, factors, per_chunk.sum(axis=0), chunk_sums
 
 
@@ -300,22 +284,6 @@ def _class_sums(objective):
     for chunk_sums, _ in parts:  # in chunk order: reproducible
         sums += chunk_sums
     return sums
-
-
-def _softmax_start(estimator, source, keep, mapper, n_features, sw_total, totals):
-    """:func:`~sklmargin.solver._start.softmax_start` over the raw feature chunks."""
-    chunks = source.chunks(keep, mapper, False, 0.0, n_features)
-    start = DaskMarginObjective(
-        chunks, sw_total, n_features, 0.0, len(totals), Softmax(), 0.0, 1.0,
-        estimator.C, estimator.fit_intercept,
-    )  # fmt: skip
-    x0 = start_params(start, totals, None, estimator.random_state)
-    settings = {
-        "max_iter": estimator.max_iter,
-        "tol": estimator.tol,
-        "random_state": estimator.random_state,
-    }
-    return solve_softmax_start(start, x0, settings)
 
 
 def fit_dask(estimator, X, y, sample_weight=None):
@@ -356,17 +324,16 @@ def fit_dask(estimator, X, y, sample_weight=None):
         np.dtype(getattr(estimator, "compute_dtype_", source.dtype)),
     )  # fmt: skip
 
-    def cold_start():
-        if margin.start == "softmax-solution":
-            return _softmax_start(
-                estimator, source, keep, mapper, n_features, sw_total, totals
-            )
-        sums = _class_sums(objective) if margin.start == "class-means" else None
-        return start_params(objective, totals, sums, estimator.random_state), 0
+    def softmax_problem():  # plain softmax over the raw feature chunks
+        return DaskMarginObjective(
+            source.chunks(keep, mapper, False, 0.0, n_features), sw_total,
+            n_features, 0.0, len(classes), Softmax(), 0.0, 1.0, estimator.C,
+            estimator.fit_intercept,
+        )  # fmt: skip
 
-    estimator._solve(objective, lambda_min, cold_start)
-    estimator.n_evaluations_dask_ = objective.n_evaluations
-    return estimator
+    return estimator._solve(
+        objective, lambda_min, totals, lambda: _class_sums(objective), softmax_problem
+    )
 
 
 def predict_dask(estimator, method, X):
@@ -389,9 +356,8 @@ def predict_dask(estimator, method, X):
     one_column = method in ("predict", "score_samples") or (
         method == "decision_function" and n_classes == 2
     )
-    # score_samples is float64 whatever the rows' dtype (openset._scores).
-    dtypes = {"predict": estimator.classes_.dtype, "score_samples": np.float64}
-    dtype = dtypes.get(method, X.dtype)
+    dtype = {"predict": estimator.classes_.dtype, "score_samples": np.float64}
+    dtype = dtype.get(method, X.dtype)
     shared = share(estimator)
     task = dask.delayed(_call, pure=False)
     parts = [
