@@ -2,7 +2,7 @@
 
 The centres are drawn among the distinct rows by per-row random numbers seeded
 with a key of the row that float32 round-off rarely changes
-(``sklmargin.features._centres.stable_row_keys``); the same draw is made in
+(``sklmargin.features._row_keys.stable_row_keys``); the same draw is made in
 memory, over Dask chunks and on a host copy of array API rows.
 """
 
@@ -15,11 +15,8 @@ import sklearn
 from numpy.testing import assert_array_equal
 
 from sklmargin import KernelMarginSoftmaxClassifier, NystroemFeatures
-from sklmargin.features._centres import (
-    distinct_row_hashes,
-    stable_row_keys,
-    uniform_indices,
-)
+from sklmargin.features._centres import uniform_indices
+from sklmargin.features._row_keys import distinct_row_hashes, stable_row_keys
 
 TWO_ULP = np.float32(1 + 2 * np.finfo(np.float32).eps)
 

@@ -5,14 +5,16 @@ from the data is reduced over the chunks:
 
 * ``gamma="scale"``: the sample-weighted variance of all entries,
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
-  two passes (the mean, then centred squares) as
-  :func:`sklmargin.features._gamma.weighted_variance` does in memory, so integer
-  weights still equal repeated rows, with its floor for constant data.
+  the in-memory fit's two passes: each chunk's
+  :func:`~sklmargin.features._gamma.weighted_sum` (of the entries, then of the
+  squared deviations from their mean), added on the client and finished by the
+  same round-off floor for constant data, so integer weights still equal
+  repeated rows and constant rows give ``gamma_ = 1``.
 * random Fourier features: nothing else; their frequencies depend only on the
   width, ``d`` and ``random_state``, so the map equals the in-memory one.
 * Nystroem: the centres the in-memory fit would choose. The selectors draw
   among the distinct positive-weight rows in the order of their content hashes
-  (:mod:`sklmargin.features._centres`), so one pass gathers each chunk's ``(hash,
+  (:mod:`sklmargin.features._row_keys`), so one pass gathers each chunk's ``(hash,
   weight)`` pairs (16 + 8 bytes per distinct row, summed over chunks for rows
   repeated across them), the client makes the in-memory draw
   (:func:`~sklmargin.features._centres.choose_centres`, same ``random_state``), and a
@@ -33,10 +35,11 @@ import warnings
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ...features._centres import choose_centres, distinct_row_hashes
+from ...features._centres import choose_centres
 from ...features._fourier import RandomFourierFeatures
-from ...features._gamma import gamma_from_variance, round_off_floor
+from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
 from ...features._nystroem import NystroemFeatures
+from ...features._row_keys import distinct_row_hashes
 from ._cluster import share
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
@@ -45,13 +48,8 @@ from ._cluster import share
 _GATHER_BYTES = 256 * 2**20
 
 
-def _weighted_row_sum(X, encoded):
-    return float(encoded[1] @ X.sum(axis=1, dtype=np.float64))
-
-
-def _weighted_centred_squares(X, encoded, mean):
-    centred = X.astype(np.float64) - mean
-    return float(encoded[1] @ np.einsum("ij,ij->i", centred, centred))
+def _chunk_sum(X, encoded, mean=None):
+    return weighted_sum(X, encoded[1], mean)
 
 
 def _chunk_row_hashes(X, encoded):
@@ -70,27 +68,18 @@ def _chunk_rows(X, encoded, wanted):
 
 
 def _gamma(estimator, source, sw_total):
+    """``gamma``, resolved as in memory: the chunks' weighted sums, added."""
     import dask
 
     if estimator.gamma != "scale":
         return float(estimator.gamma)
-    d = source.n_features_in
-    task = dask.delayed(_weighted_row_sum, pure=False)
-    sums = dask.compute(
-        *[task(x, e) for x, e in zip(source.x_blocks, source.encoded, strict=True)]
-    )
-    mean = float(np.sum(sums)) / (sw_total * d)
-    task = dask.delayed(_weighted_centred_squares, pure=False)
-    squares = dask.compute(
-        *[
-            task(x, e, mean)
-            for x, e in zip(source.x_blocks, source.encoded, strict=True)
-        ]
-    )
-    # The in-memory rule for constant data (their variance is the round-off
-    # of the weighted mean), or gamma would be 1e28 where memory gives 1.0.
-    variance = round_off_floor(float(np.sum(squares)) / (sw_total * d), mean)
-    return gamma_from_variance(variance, d)
+    task = dask.delayed(_chunk_sum, pure=False)
+    blocks = list(zip(source.x_blocks, source.encoded, strict=True))
+    total_weight = sw_total * source.n_features_in
+    mean = sum(dask.compute(*[task(x, e) for x, e in blocks])) / total_weight
+    squares = sum(dask.compute(*[task(x, e, mean) for x, e in blocks]))
+    variance = round_off_floor(squares / total_weight, mean)
+    return gamma_from_variance(variance, source.n_features_in)
 
 
 def _distinct_row_weights(source):
