@@ -36,9 +36,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ...features._centres import choose_centres
-from ...features._fourier import RandomFourierFeatures
 from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
-from ...features._nystroem import NystroemFeatures
 from ...features._row_keys import distinct_row_hashes
 from ._cluster import share
 
@@ -48,18 +46,22 @@ from ._cluster import share
 _GATHER_BYTES = 256 * 2**20
 
 
-def _chunk_sum(X, encoded, mean=None):
-    return weighted_sum(X, encoded[1], mean)
+def _on_chunk(X, encoded, function, *args):
+    return function(X, encoded[1], *args)
 
 
-def _chunk_row_hashes(X, encoded):
-    hashes, weights, _ = distinct_row_hashes(X, encoded[1])
-    return hashes, weights
+def _per_chunk(source, function, *args):
+    """``function(rows, weights, *args)`` on every chunk, computed together."""
+    import dask
+
+    task = dask.delayed(_on_chunk, pure=False)
+    chunks = zip(source.x_blocks, source.encoded, strict=True)
+    return dask.compute(*[task(x, e, function, *args) for x, e in chunks])
 
 
-def _chunk_rows(X, encoded, wanted):
+def _chunk_rows(X, weights, wanted):
     """Return the chunk's rows whose hash is in ``wanted`` (sorted), and where."""
-    hashes, _, index = distinct_row_hashes(X, encoded[1])
+    hashes, _, index = distinct_row_hashes(X, weights)
     if not len(wanted):
         return np.empty(0, dtype=np.intp), X[:0]
     position = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)
@@ -69,27 +71,18 @@ def _chunk_rows(X, encoded, wanted):
 
 def _gamma(estimator, source, sw_total):
     """``gamma``, resolved as in memory: the chunks' weighted sums, added."""
-    import dask
-
     if estimator.gamma != "scale":
         return float(estimator.gamma)
-    task = dask.delayed(_chunk_sum, pure=False)
-    blocks = list(zip(source.x_blocks, source.encoded, strict=True))
     total_weight = sw_total * source.n_features_in
-    mean = sum(dask.compute(*[task(x, e) for x, e in blocks])) / total_weight
-    squares = sum(dask.compute(*[task(x, e, mean) for x, e in blocks]))
+    mean = sum(_per_chunk(source, weighted_sum)) / total_weight
+    squares = sum(_per_chunk(source, weighted_sum, mean))
     variance = round_off_floor(squares / total_weight, mean)
     return gamma_from_variance(variance, source.n_features_in)
 
 
 def _distinct_row_weights(source):
     """Hashes of the distinct positive-weight rows (sorted) and their weights."""
-    import dask
-
-    task = dask.delayed(_chunk_row_hashes, pure=False)
-    parts = dask.compute(
-        *[task(x, e) for x, e in zip(source.x_blocks, source.encoded, strict=True)]
-    )
+    parts = [part[:2] for part in _per_chunk(source, distinct_row_hashes)]
     hashes, inverse = np.unique(
         np.concatenate([h for h, _ in parts]), return_inverse=True
     )
@@ -101,19 +94,9 @@ def _distinct_row_weights(source):
 
 def _fetch_rows(source, wanted):
     """Fetch the rows whose hashes are ``wanted`` (sorted), in that order."""
-    import dask
-
-    task = dask.delayed(_chunk_rows, pure=False)
-    shared = share(wanted)
-    parts = dask.compute(
-        *[
-            task(x, e, shared)
-            for x, e in zip(source.x_blocks, source.encoded, strict=True)
-        ]
-    )
     rows = np.empty((len(wanted), source.n_features_in), dtype=source.dtype)
-    for position, chunk_rows in parts:  # copies of a row are equal: any will do
-        rows[position] = chunk_rows
+    for position, chunk_rows in _per_chunk(source, _chunk_rows, share(wanted)):
+        rows[position] = chunk_rows  # copies of a row are equal: any will do
     return rows
 
 
@@ -146,12 +129,7 @@ def _nystroem_map(estimator, source, gamma):
             UserWarning,
             stacklevel=5,
         )
-    feature_map = NystroemFeatures(
-        n_components=estimator.n_components,
-        gamma=estimator.gamma,
-        centres=estimator.centres,
-        random_state=estimator.random_state,
-    )
+    feature_map = estimator._new_feature_map()
     feature_map.n_features_in_ = source.n_features_in
     feature_map.gamma_ = gamma
     return feature_map._fit_centres(centres, source.dtype), sampled
@@ -171,12 +149,10 @@ def fit_feature_map_dask(estimator, source, sw_total):
     dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
     estimator.compute_dtype_ = dtype.name
     if approximation in ("orf", "rff"):
-        feature_map = RandomFourierFeatures(
-            gamma=gamma,
-            n_components=estimator.n_components,
-            orthogonal=approximation == "orf",
-            random_state=estimator.random_state,
-        ).fit(np.zeros((1, source.n_features_in), dtype=dtype))
+        # The frequencies depend on the width, d and the seed only: one row of
+        # zeros draws the in-memory fit's, under the resolved gamma.
+        feature_map = estimator._new_feature_map().set_params(gamma=gamma)
+        feature_map.fit(np.zeros((1, source.n_features_in), dtype=dtype))
         # Report the user's gamma, as the in-memory fit does; gamma_ is resolved.
         feature_map.set_params(gamma=estimator.gamma)
     elif approximation == "nystroem":
