@@ -50,22 +50,17 @@ def _threadpool_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _fourier_parts(projection, offset, n_pairs, scale, xp, device, dtype):
-    """Yield a block's feature groups ``cos``, ``sin`` (and ``cos(. + offset)``).
+def _angle_groups(projection, offset, n_pairs):
+    """Return a block's feature groups as ``(function, angles)`` pairs.
 
-    Each in ``xp`` on ``device``, cast to ``dtype`` and then scaled by
-    ``scale`` (the order of the float32 features of a float64 projection),
-    one group at a time, so that each can be written before the next is
-    computed.
+    cos and sin of the pairs' angles, and the odd column's ``cos(. + offset)``,
+    in the namespace of ``projection``.
     """
     pxp = array_api_compat.array_namespace(projection)  # the host's, or xp
     groups = [(pxp.cos, projection[:, :n_pairs]), (pxp.sin, projection[:, :n_pairs])]
     if offset.shape[0]:
         groups.append((pxp.cos, projection[:, n_pairs:] + offset))
-    for function, angles in groups:
-        part = to_device(function(angles), xp, device, dtype=dtype)
-        part *= scale
-        yield part
+    return groups
 
 
 def _draw_frequencies(
@@ -340,8 +335,19 @@ class RandomFourierFeatures(
                 block, block_weights, block_offset = in_float64(
                     xp, device, block, self.random_weights_, self.random_offset_
                 )
-            parts = _fourier_parts(
-                block @ block_weights, block_offset, n_pairs, scale, xp, device, dtype
+            groups = _angle_groups(block @ block_weights, block_offset, n_pairs)
+            if isinstance(out.out, np.ndarray):  # NumPy leaf: in place, out=
+                start = 0
+                for function, angles in groups:
+                    function(angles, out=out.out[rows, start : start + angles.shape[1]])
+                    start += angles.shape[1]
+                out.out[rows] *= out.out.dtype.type(scale)
+                continue
+            # Each group cast to dtype, then scaled (the NumPy order for a
+            # float64 projection), and written before the next is computed.
+            parts = (
+                to_device(function(angles), xp, device, dtype=dtype) * scale
+                for function, angles in groups
             )
             out.write_columns(rows, parts)
         return out.result()

@@ -306,7 +306,10 @@ class NystroemFeatures(
         row_bytes = numpy_dtype(dtype).itemsize * max(centres.shape[0], X.shape[1])
         for rows in row_blocks(X, row_bytes):
             kernel = rbf_kernel_block(X[rows, :] - offset, centres, self.gamma_)
-            out.write(rows, kernel @ normalization)
+            if isinstance(kernel, np.ndarray):  # NumPy leaf: no block-sized copy
+                np.matmul(kernel, normalization, out=out.out[rows])
+            else:
+                out.write(rows, kernel @ normalization)
         return out.result()
 
     @property
