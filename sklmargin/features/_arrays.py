@@ -77,10 +77,9 @@ def host_weights(sample_weight, n_samples):
 
 def to_fit_device(feature_map, xp, device, on_device):
     """Move a fitted map's array attributes to ``X``'s device (dtypes kept)."""
-    if on_device:
-        for key, value in list(vars(feature_map).items()):
-            if key.endswith("_") and isinstance(value, np.ndarray):
-                setattr(feature_map, key, to_device(value, xp, device))
+    for key, value in list(vars(feature_map).items()):
+        if on_device and key.endswith("_") and isinstance(value, np.ndarray):
+            setattr(feature_map, key, to_device(value, xp, device))
     return feature_map
 
 

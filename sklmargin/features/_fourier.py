@@ -51,15 +51,16 @@ def _threadpool_controller() -> ThreadpoolController:
 
 
 def _angle_groups(projection, offset, n_pairs):
-    """Return a block's feature groups as ``(function, angles)`` pairs.
+    """Return a block's feature groups as ``(function, angles, first column)``.
 
     cos and sin of the pairs' angles, and the odd column's ``cos(. + offset)``,
     in the namespace of ``projection``.
     """
     pxp = array_api_compat.array_namespace(projection)  # the host's, or xp
-    groups = [(pxp.cos, projection[:, :n_pairs]), (pxp.sin, projection[:, :n_pairs])]
+    pairs = projection[:, :n_pairs]
+    groups = [(pxp.cos, pairs, 0), (pxp.sin, pairs, n_pairs)]
     if offset.shape[0]:
-        groups.append((pxp.cos, projection[:, n_pairs:] + offset))
+        groups.append((pxp.cos, projection[:, n_pairs:] + offset, 2 * n_pairs))
     return groups
 
 
@@ -272,7 +273,6 @@ class RandomFourierFeatures(
         xp, device, on_device = map_namespace(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=[xp.float64, xp.float32])
         sample_weight = host_weights(sample_weight, X.shape[0])
-        n_features = X.shape[1]
 
         if isinstance(self.gamma, str):  # the constraints admit only "scale"
             self.gamma_ = scale_gamma(X, sample_weight)
@@ -284,13 +284,12 @@ class RandomFourierFeatures(
         # Draw in float64 whatever the input dtype, so that a float32 fit uses the
         # same frequencies (rounded) as a float64 fit with the same seed.
         frequencies = _draw_frequencies(
-            rng, n_features, n_pairs + n_odd, self.orthogonal
+            rng, X.shape[1], n_pairs + n_odd, self.orthogonal
         )
         offset = rng.uniform(0.0, 2.0 * np.pi, size=n_odd)
         dtype = numpy_dtype(X.dtype)
-        self.random_weights_ = (np.sqrt(2.0 * self.gamma_) * frequencies).astype(
-            dtype, copy=False
-        )
+        frequencies *= np.sqrt(2.0 * self.gamma_)
+        self.random_weights_ = frequencies.astype(dtype, copy=False)
         self.random_offset_ = offset.astype(dtype, copy=False)
         return to_fit_device(self, xp, device, on_device)
 
@@ -337,17 +336,15 @@ class RandomFourierFeatures(
                 )
             groups = _angle_groups(block @ block_weights, block_offset, n_pairs)
             if isinstance(out.out, np.ndarray):  # NumPy leaf: in place, out=
-                start = 0
-                for function, angles in groups:
+                for function, angles, start in groups:
                     function(angles, out=out.out[rows, start : start + angles.shape[1]])
-                    start += angles.shape[1]
                 out.out[rows] *= out.out.dtype.type(scale)
                 continue
             # Each group cast to dtype, then scaled (the NumPy order for a
             # float64 projection), and written before the next is computed.
             parts = (
                 to_device(function(angles), xp, device, dtype=dtype) * scale
-                for function, angles in groups
+                for function, angles, _ in groups
             )
             out.write_columns(rows, parts)
         return out.result()

@@ -48,9 +48,8 @@ def _median_gamma(X, sample_weight, rng):
     (so integer weights equal repetitions); 1.0 when there is a single distinct
     row.
     """
-    sample = select_centres(X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng).astype(
-        np.float64
-    )
+    sample = select_centres(X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng)
+    sample = sample.astype(np.float64)
     if sample.shape[0] < 2:
         return 1.0
     norms = np.einsum("ij,ij->i", sample, sample)
@@ -275,9 +274,8 @@ class NystroemFeatures(
         signs = np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
         eigenvectors *= signs
         self.eigenvalues_ = eigenvalues
-        self.normalization_ = (eigenvectors / np.sqrt(eigenvalues)).astype(
-            dtype, copy=False
-        )
+        eigenvectors /= np.sqrt(eigenvalues)
+        self.normalization_ = eigenvectors.astype(dtype, copy=False)
         self.n_components_ = int(eigenvalues.shape[0])
         return self
 

@@ -80,15 +80,16 @@ def _gamma(estimator, source, sw_total):
     return gamma_from_variance(variance, source.n_features_in)
 
 
+def _hash_weights(X, weights):
+    """Return the chunk's distinct rows' hashes and weights (not their index)."""
+    return distinct_row_hashes(X, weights)[:2]
+
+
 def _distinct_row_weights(source):
     """Hashes of the distinct positive-weight rows (sorted) and their weights."""
-    parts = [part[:2] for part in _per_chunk(source, distinct_row_hashes)]
-    hashes, inverse = np.unique(
-        np.concatenate([h for h, _ in parts]), return_inverse=True
-    )
-    weights = np.bincount(
-        inverse.ravel(), np.concatenate([w for _, w in parts]), hashes.shape[0]
-    )
+    hashes, weights = zip(*_per_chunk(source, _hash_weights), strict=True)
+    hashes, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
+    weights = np.bincount(inverse.ravel(), np.concatenate(weights), hashes.shape[0])
     return hashes, weights
 
 
