@@ -478,7 +478,7 @@ def test_kernel_fit_holds_one_feature_matrix(kind, monkeypatch):
     import tracemalloc
 
     from sklmargin._utils import blocks
-    from sklmargin.features._namespace import weighted_variance
+    from sklmargin.features._gamma import weighted_variance
 
     xp, device = _namespace("array_api_strict")
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 2**20)
@@ -498,7 +498,7 @@ def test_kernel_fit_holds_one_feature_matrix(kind, monkeypatch):
             fit_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.reset_peak()
             before = tracemalloc.get_traced_memory()[0]
-            weighted_variance(X32, np.ones(n), xp)
+            weighted_variance(X32, np.ones(n))
             variance_peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()

@@ -2,7 +2,7 @@
 
 The centres are drawn among the distinct rows by per-row random numbers seeded
 with a key of the row that float32 round-off rarely changes
-(``sklmargin.features._centres.stable_row_keys``); the same draw is made in
+(``sklmargin.features._row_keys.stable_row_keys``); the same draw is made in
 memory, over Dask chunks and on a host copy of array API rows.
 """
 
@@ -14,12 +14,13 @@ import pytest
 import sklearn
 from numpy.testing import assert_array_equal
 
-from sklmargin import KernelMarginSoftmaxClassifier, NystroemFeatures
-from sklmargin.features._centres import (
-    distinct_row_hashes,
-    stable_row_keys,
-    uniform_indices,
+from sklmargin import (
+    KernelMarginSoftmaxClassifier,
+    NystroemFeatures,
+    RandomFourierFeatures,
 )
+from sklmargin.features._centres import uniform_indices
+from sklmargin.features._row_keys import distinct_row_hashes, stable_row_keys
 
 TWO_ULP = np.float32(1 + 2 * np.finfo(np.float32).eps)
 
@@ -115,20 +116,25 @@ def test_memory_dask_and_torch_take_the_same_centres():
         assert_array_equal(other, centres[0])
 
 
-def test_dask_scale_gamma_of_constant_weighted_rows_is_the_in_memory_one():
+def test_scale_gamma_of_constant_weighted_rows_in_memory_on_device_and_dask():
     # Constant rows under uneven weights: the weighted mean's round-off is no
-    # variance (gamma_ was 4.7e28 on Dask, 1.0 in memory).
-    dask = pytest.importorskip("dask")
-    da = pytest.importorskip("dask.array")
+    # variance (gamma_ was 4.7e28 on Dask, 1.0 in memory). NumPy, a device
+    # namespace and Dask chunks run the same weighted sums and floor.
     X = np.full((200, 3), 0.3)
     y = np.arange(200) % 2
     # (seed 1: weights whose chunked mean is 0.3 + 1 ulp; 1e32 without the floor)
     weights = np.random.default_rng(1).uniform(0.1, 3.0, 200)
-    model = KernelMarginSoftmaxClassifier(n_components=10, random_state=0)
+    rff = RandomFourierFeatures(n_components=4, random_state=0)
+    gammas = {"numpy": rff.fit(X, sample_weight=weights).gamma_}
+    strict = pytest.importorskip("array_api_strict")
+    if os.environ.get("SCIPY_ARRAY_API") == "1":
+        with sklearn.config_context(array_api_dispatch=True):
+            fitted = rff.fit(strict.asarray(X), sample_weight=weights)
+        assert not isinstance(fitted.random_weights_, np.ndarray)  # on the device
+        gammas["array-api-strict"] = fitted.gamma_
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
     # (A constant X fits a classifier poorly: its warnings are not the point.)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        expected = model.fit(X, y, sample_weight=weights).feature_map_.gamma_
     with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted = KernelMarginSoftmaxClassifier(n_components=10, random_state=0).fit(
@@ -136,5 +142,6 @@ def test_dask_scale_gamma_of_constant_weighted_rows_is_the_in_memory_one():
             da.from_array(y, chunks=70),
             sample_weight=da.from_array(weights, chunks=70),
         )
-    assert expected == 1.0
-    assert fitted.feature_map_.gamma_ == expected
+    gammas["dask"] = fitted.feature_map_.gamma_
+    assert len(gammas) >= 2  # the device joins where array API dispatch can run
+    assert gammas == dict.fromkeys(gammas, 1.0)

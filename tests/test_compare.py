@@ -579,7 +579,7 @@ def test_svc_and_kernel_grids_share_the_gamma_multipliers():
     assert set(registry["kernel:softmax"].grid) == {"gamma/scale", "C"}
     # "scale" is 1 / (n_features * Var) of the standardised data: 1/d here
     X = np.random.default_rng(0).normal(5.0, 3.0, size=(50, 4))
-    assert compare_models.scale_gamma(X) == pytest.approx(0.25)
+    assert compare_models.standardised_scale_gamma(X) == pytest.approx(0.25)
     grid = svc.param_grid(X)
     assert grid["model__gamma"] == pytest.approx([0.0625, 0.25, 1.0])
     best = {"model__C": 10.0, "model__gamma": 1.0}

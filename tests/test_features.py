@@ -327,3 +327,44 @@ def test_invalid_sample_weight(sample_weight, match):
     X = np.arange(6.0).reshape(3, 2)
     with pytest.raises(ValueError, match=match):
         RandomFourierFeatures().fit(X, sample_weight=sample_weight)
+
+
+# --------------------------------------------------------------------------------------
+# One implementation: far float32 rows on a device take NumPy's float64 guard
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("float64", [True, False], ids=["float64", "no-float64"])
+@pytest.mark.parametrize("kind", ["nystroem", "fourier"])
+def test_far_float32_rows_map_as_numpy_on_a_device(kind, float64, monkeypatch):
+    """Rows whose float32 kernel or projection would overflow are computed in
+    float64 on the device, or on the host where it has none (Apple's MPS), in
+    NumPy's order: array-api-strict (NumPy underneath) gives NumPy's features.
+    """
+    import os
+
+    import sklearn
+
+    import sklmargin._utils.array_api as array_api
+    from sklmargin import NystroemFeatures
+
+    strict = pytest.importorskip("array_api_strict")
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        pytest.skip("scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1")
+    X = np.random.default_rng(0).standard_normal((60, 4)).astype(np.float32)
+    far = X * np.float32(1e37)  # beyond both maps' float32 guards
+    # (A given gamma: "scale" accumulates in float32 on a device without
+    # float64, which is not the point here.)
+    if kind == "nystroem":
+        feature_map = NystroemFeatures(n_components=20, gamma=0.5, random_state=0)
+    else:
+        feature_map = RandomFourierFeatures(n_components=21, gamma=0.5, random_state=0)
+    expected = feature_map.fit(X).transform(far)
+    if not float64:
+        monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = feature_map.fit(strict.asarray(X))
+        mapped = fitted.transform(strict.asarray(far))
+    assert mapped.dtype == strict.float32
+    assert np.all(np.isfinite(expected))
+    assert_array_equal(np.asarray(mapped), expected)

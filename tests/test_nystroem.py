@@ -15,11 +15,11 @@ from sklmargin import NystroemFeatures
 from sklmargin._utils import blocks
 from sklmargin.features._centres import (
     CENTRE_SELECTORS,
-    distinct_weighted_rows,
     kmeans_centres,
     rpcholesky_centres,
     uniform_centres,
 )
+from sklmargin.features._row_keys import distinct_weighted_rows
 
 SELECTORS = sorted(CENTRE_SELECTORS)
 

@@ -39,6 +39,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from .. import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from ..features._gamma import scale_gamma
 from ..losses._registry import registered_margins
 from .settings import (
     GRID_POINTS,
@@ -122,14 +123,14 @@ class ModelSpec:
         ----------
         X : ndarray of shape (n_samples, n_features), default=None
             The training data; needed to turn ``"gamma/scale"`` multiples into
-            values of ``gamma`` (see :func:`scale_gamma`).
+            values of ``gamma`` (see :func:`standardised_scale_gamma`).
         """
         grid = {}
         for key, values in self.grid.items():
             if key == RELATIVE_GAMMA:
                 if X is None:
                     raise ValueError(f"{self.name}: gamma/scale needs the data")
-                gamma = scale_gamma(X)
+                gamma = standardised_scale_gamma(X)
                 grid[self.path("gamma")] = [factor * gamma for factor in values]
             else:
                 grid[self.path(key)] = list(values)
@@ -150,23 +151,22 @@ class ModelSpec:
         reported = {}
         for key, values in self.grid.items():
             if key == RELATIVE_GAMMA:
-                value = best[self.path("gamma")] / scale_gamma(X)
+                value = best[self.path("gamma")] / standardised_scale_gamma(X)
                 reported[key] = min(values, key=lambda factor: abs(factor - value))
             else:
                 reported[key] = best[self.path(key)]
         return reported
 
 
-def scale_gamma(X: np.ndarray) -> float:
+def standardised_scale_gamma(X: np.ndarray) -> float:
     r"""Return the RBF width "scale" of standardised ``X``: :math:`1/(d\,Var(X))`.
 
-    This is scikit-learn's ``gamma="scale"`` (SVC, and our kernel estimator's)
-    computed on ``StandardScaler().fit_transform(X)``, where the whole pipeline
-    sees it; a constant column makes the variance smaller than 1.
+    scikit-learn's ``gamma="scale"`` (SVC's, and our kernel estimator's
+    :func:`sklmargin.features._gamma.scale_gamma`) of
+    ``StandardScaler().fit_transform(X)``, where the whole pipeline sees it; a
+    constant column makes the variance smaller than 1.
     """
-    X_std = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64))
-    variance = float(X_std.var())
-    return 1.0 / (X_std.shape[1] * variance) if variance > 0 else 1.0
+    return scale_gamma(StandardScaler().fit_transform(np.asarray(X, dtype=np.float64)))
 
 
 def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:

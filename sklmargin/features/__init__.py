@@ -1,4 +1,28 @@
-"""Feature maps that approximate the RBF kernel: Nyström and random Fourier."""
+"""Feature maps that approximate the RBF kernel: Nyström and random Fourier.
+
+Each map's ``fit`` and ``transform`` is one code path for NumPy, sparse and
+array API input (torch, CuPy, array-api-strict under ``array_api_dispatch``),
+written against the input's namespace; NumPy-only code is left in the leaves
+where it pays (``out=`` writes of the transform blocks, in-place clip and
+exponential, einsum row norms). The modules, one concern each:
+
+* ``_nystroem.py``, ``_fourier.py``: the transformers
+  :class:`NystroemFeatures` and :class:`RandomFourierFeatures`;
+* ``_kernel_block.py``: the RBF kernel between two sets of rows (the Nyström
+  transform, its centre kernel, the Cholesky selector, the open-set score);
+* ``_gamma.py``: ``gamma="scale"``, one weighted statistic and one round-off
+  floor, shared by the in-memory, device and Dask fits;
+* ``_centres.py``: the Nyström centre selectors and the choice among them
+  from the distinct rows' weights (in memory or over Dask chunks);
+* ``_row_keys.py``: row hashes, the identity and canonical order of the
+  distinct rows;
+* ``_arrays.py``: what differs on a device: namespace, row blocks, the
+  float64 fallback, host weights, moving fitted arrays, the transform's
+  namespace check.
+
+The Dask fit (:mod:`sklmargin.integrations.dask._features`) reduces the same
+statistics over the chunks and finishes them with the same functions.
+"""
 
 from ._fourier import RandomFourierFeatures
 from ._nystroem import NystroemFeatures

@@ -1,21 +1,22 @@
-r"""Centre selectors ("import vectors") for the Nyström approximation of the RBF kernel.
+r"""Centre selection ("import vectors") for the Nyström approximation of the RBF kernel.
 
 Nyström approximates :math:`k(x, x') = \exp(-\gamma \lVert x - x' \rVert^2)` through
 its values on a few centres :math:`c_1, \dots, c_M`; which centres are taken decides
 how good the approximation is at a given width :math:`M`. Every selector here works
 on the *distinct* rows of the training data, each carrying the total sample weight
 of its copies, in the order of a hash of their content
-(:func:`distinct_weighted_rows`): an integer sample weight is then exactly
+(:mod:`sklmargin.features._row_keys`): an integer sample weight is then exactly
 equivalent to repeating a row, and the result does not depend on the order of the
 rows. The order follows a key that round-off of a row rarely changes (the row's
-direction and norm on a coarse grid, :func:`stable_row_keys`), and the uniform
-draw gives each row its own random number from that key: a 2-ulp change of
-the data then leaves the centres as they were but for about one row in 25,000
-(a draw in the order of a hash of the rows' bytes would draw other centres).
-Because the order, the draws and the weights come from the rows' hashes, a
-chunked (Dask) fit reproduces the in-memory choice from per-chunk ``(hash,
-weight)`` pairs and fetches only the rows chosen (:func:`choose_centres`), and
-an array API fit makes it on a host copy.
+direction and norm on a coarse grid), and the uniform draw gives each row its own
+random number from that key: a 2-ulp change of the data then leaves the centres as
+they were but for about one row in 25,000 (a draw in the order of a hash of the
+rows' bytes would draw other centres). Because the order, the draws and the weights
+come from the rows' hashes, a chunked (Dask) fit reproduces the in-memory choice
+from per-chunk ``(hash, weight)`` pairs and fetches only the rows chosen
+(:func:`choose_centres`), and an array API fit makes it on a host copy. The
+kernel values the adaptive selectors need come from
+:func:`~sklmargin.features._kernel_block.rbf_kernel_block`.
 
 Selectors (all weight-proportional):
 
@@ -43,119 +44,14 @@ from scipy.linalg import solve_triangular
 from sklearn.utils import gen_batches
 
 from .._utils.blocks import rows_per_block
-from ._row_keys import (
-    HASH_DTYPE,
-    distinct_row_hashes,
-    distinct_weighted_rows,
-    mix64,
-    row_hashes,
-    stable_row_keys,
-)
 
-__all__ = [
-    "CENTRE_SELECTORS",
-    "HASH_DTYPE",
-    "choose_centres",
-    "distinct_row_hashes",
-    "distinct_weighted_rows",
-    "kmeans_centres",
-    "kmeans_plusplus_centres",
-    "rbf_kernel_block",
-    "row_hashes",
-    "rpcholesky_centres",
-    "select_centres",
-    "stable_row_keys",
-    "uniform_centres",
-    "uniform_indices",
-]
+# scaled_squared_distances: openset/_scores.py imports it from here until it
+# imports it from its home, _kernel_block.
+from ._kernel_block import rbf_kernel_block, scaled_squared_distances  # noqa: F401
+from ._row_keys import distinct_row_hashes, mix64, stable_row_keys
 
 # Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.
 _LLOYD_STEPS = 5
-
-
-def rbf_kernel_block(
-    A: np.ndarray,
-    B: np.ndarray,
-    gamma: float,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    r"""Return :math:`\exp(-\gamma \lVert a_i - b_j \rVert^2)` for all row pairs.
-
-    Both sides are first scaled by :math:`\sqrt\gamma`, then the squared
-    distances come from one GEMM,
-    :math:`\lVert a' \rVert^2 + \lVert b' \rVert^2 - 2\, a'^\top b'`, clipped at
-    0 (rounding can make them slightly negative); everything is computed in the
-    dtype of ``A``. Scaling first keeps every intermediate of the order of the
-    exponent: with ``gamma="scale"`` a float32 input of 1e20 has squared norms
-    beyond float32 but scaled distances of order one.
-
-    Parameters
-    ----------
-    A : ndarray of shape (n_a, n_features)
-    B : ndarray of shape (n_b, n_features)
-        Same dtype as ``A``.
-    gamma : float
-        Kernel coefficient.
-    out : ndarray of shape (n_a, n_b), default=None
-        Where to write the result.
-
-    Returns
-    -------
-    K : ndarray of shape (n_a, n_b)
-    """
-    dtype = A.dtype
-    root = float(np.sqrt(gamma))
-    # Scaled rows beyond ~1e17 square past float32 (a user's gamma on huge
-    # data, or float32 rows of 1e30 asked of a float64 model): such a block is
-    # computed in float64, where exp(-d) is exactly 0. Judged before scaling,
-    # which would itself overflow.
-    limit = float(np.sqrt(np.finfo(dtype).max)) / (4 * max(A.shape[1], 1))
-    largest = root * max(
-        float(np.max(np.abs(A), initial=0.0)), float(np.max(np.abs(B), initial=0.0))
-    )
-    if dtype != np.float64 and largest > limit:
-        K = rbf_kernel_block(A.astype(np.float64), B.astype(np.float64), gamma)
-        if out is None:
-            return K.astype(dtype)
-        out[...] = K
-        return out
-    K = scaled_squared_distances(A, B, gamma, out=out)
-    K *= -1.0
-    np.exp(K, out=K)
-    return K
-
-
-def scaled_squared_distances(A, B, gamma, out=None):
-    r"""Return :math:`\gamma \lVert a_i - b_j \rVert^2` for all row pairs, clipped at 0.
-
-    Both sides scaled by :math:`\sqrt\gamma` first, then one GEMM,
-    :math:`\lVert a' \rVert^2 + \lVert b' \rVert^2 - 2\, a'^\top b'`, in the
-    dtype of ``A`` (:func:`rbf_kernel_block` guards the float32 range before
-    calling it).
-
-    Parameters
-    ----------
-    A : ndarray of shape (n_a, n_features)
-    B : ndarray of shape (n_b, n_features)
-        Same dtype as ``A``.
-    gamma : float
-        Kernel coefficient.
-    out : ndarray of shape (n_a, n_b), default=None
-        Where to write the result.
-
-    Returns
-    -------
-    D : ndarray of shape (n_a, n_b)
-    """
-    root = A.dtype.type(np.sqrt(gamma))
-    A = A * root
-    B = B * root
-    D = np.matmul(A, B.T, out=out)
-    D *= -2.0
-    D += np.einsum("ij,ij->i", A, A)[:, None]
-    D += np.einsum("ij,ij->i", B, B)[None, :]
-    np.maximum(D, 0.0, out=D)
-    return D
 
 
 def uniform_indices(weights, n_centres, rng, keys=None):
@@ -168,7 +64,8 @@ def uniform_indices(weights, n_centres, rng, keys=None):
     those not yet drawn, in one vectorised pass.
 
     :math:`E_i` is a function of the row's own stable key
-    (:func:`stable_row_keys`) and of one 63-bit salt drawn from ``rng``:
+    (:func:`~sklmargin.features._row_keys.stable_row_keys`) and of one 63-bit
+    salt drawn from ``rng``:
     :math:`E_i = -\log U_i` with :math:`U_i` the 53 high bits of
     ``splitmix64(key_i ^ salt)``. A row's draw then does not depend on the
     other rows, nor on its position: a row whose key round-off changed (about
@@ -209,12 +106,13 @@ def uniform_centres(rows, weights, n_centres, gamma, rng):
     r"""Draw ``n_centres`` rows without replacement, with probability ∝ weight.
 
     The rows at :func:`uniform_indices`, each row's draw seeded by its stable
-    key (:func:`stable_row_keys`).
+    key (:func:`~sklmargin.features._row_keys.stable_row_keys`).
 
     Parameters
     ----------
     rows : ndarray of shape (n_distinct, n_features)
-        Distinct rows (see :func:`distinct_weighted_rows`).
+        Distinct rows (see
+        :func:`~sklmargin.features._row_keys.distinct_weighted_rows`).
     weights : ndarray of shape (n_distinct,)
         Positive weights.
     n_centres : int
@@ -449,7 +347,7 @@ def choose_centres(
 
     Parameters
     ----------
-    hashes : ndarray of shape (n_distinct,) and dtype :data:`HASH_DTYPE`
+    hashes : ndarray of shape (n_distinct,) and dtype ``HASH_DTYPE``
         The distinct rows' hashes, sorted (the canonical order).
     weights : ndarray of shape (n_distinct,)
         Total weights of the distinct rows, in canonical (hash) order.

@@ -12,26 +12,33 @@ block of ``n_features`` so that they are exactly orthogonal and lower the kernel
 approximation error at equal width.
 """
 
+import math
 from functools import cache
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 from threadpoolctl import ThreadpoolController
 
-from .._utils.array_api import fitted_on_device, input_namespace
-from .._utils.blocks import rows_per_block
-from .._utils.compat import Interval, StrOptions, fit_context
+from .._utils.array_api import RowBlockWriter, numpy_dtype, to_device
+from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
-from .._utils.validation import check_weights
+from ._arrays import (
+    check_transform_input,
+    host_weights,
+    in_float64,
+    map_namespace,
+    peak,
+    row_blocks,
+    to_fit_device,
+)
 from ._gamma import scale_gamma
 
 __all__ = ["RandomFourierFeatures"]
@@ -43,10 +50,18 @@ def _threadpool_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _peak(X) -> float:
-    """Largest magnitude of a dense or CSR block (0 when empty)."""
-    data = X.data if sp.issparse(X) else X
-    return float(np.max(np.abs(data), initial=0.0))
+def _angle_groups(projection, offset, n_pairs):
+    """Return a block's feature groups as ``(function, angles, first column)``.
+
+    cos and sin of the pairs' angles, and the odd column's ``cos(. + offset)``,
+    in the namespace of ``projection``.
+    """
+    pxp = array_api_compat.array_namespace(projection)  # the host's, or xp
+    pairs = projection[:, :n_pairs]
+    groups = [(pxp.cos, pairs, 0), (pxp.sin, pairs, n_pairs)]
+    if offset.shape[0]:
+        groups.append((pxp.cos, projection[:, n_pairs:] + offset, 2 * n_pairs))
+    return groups
 
 
 def _draw_frequencies(
@@ -212,9 +227,6 @@ class RandomFourierFeatures(
     True
     """
 
-    # Which array API path features/_namespace.py takes (see NystroemFeatures).
-    _map_kind = "fourier"
-
     _parameter_constraints: dict = {
         "gamma": [StrOptions({"scale"}), Interval(Real, 0.0, None, closed="neither")],
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -244,7 +256,9 @@ class RandomFourierFeatures(
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data. Only used for its number of features and, when
-            ``gamma='scale'``, its weighted variance.
+            ``gamma='scale'``, its weighted variance (computed on ``X``'s
+            device for an array API ``X`` under ``array_api_dispatch``; the
+            frequencies are drawn on the host and moved there).
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -256,13 +270,9 @@ class RandomFourierFeatures(
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
-            from ._namespace import fit_map_namespace
-
-            return fit_map_namespace(self, X, sample_weight, *namespace)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        sample_weight = check_weights(sample_weight, X.shape[0])
-        n_features = X.shape[1]
+        xp, device, on_device = map_namespace(X)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[xp.float64, xp.float32])
+        sample_weight = host_weights(sample_weight, X.shape[0])
 
         if isinstance(self.gamma, str):  # the constraints admit only "scale"
             self.gamma_ = scale_gamma(X, sample_weight)
@@ -274,14 +284,14 @@ class RandomFourierFeatures(
         # Draw in float64 whatever the input dtype, so that a float32 fit uses the
         # same frequencies (rounded) as a float64 fit with the same seed.
         frequencies = _draw_frequencies(
-            rng, n_features, n_pairs + n_odd, self.orthogonal
+            rng, X.shape[1], n_pairs + n_odd, self.orthogonal
         )
         offset = rng.uniform(0.0, 2.0 * np.pi, size=n_odd)
-        self.random_weights_ = (np.sqrt(2.0 * self.gamma_) * frequencies).astype(
-            X.dtype, copy=False
-        )
-        self.random_offset_ = offset.astype(X.dtype, copy=False)
-        return self
+        dtype = numpy_dtype(X.dtype)
+        frequencies *= np.sqrt(2.0 * self.gamma_)
+        self.random_weights_ = frequencies.astype(dtype, copy=False)
+        self.random_offset_ = offset.astype(dtype, copy=False)
+        return to_fit_device(self, xp, device, on_device)
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Map ``X`` to the random Fourier features.
@@ -289,60 +299,55 @@ class RandomFourierFeatures(
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Data to transform.
+            Data to transform: NumPy, or an array API array (under
+            ``array_api_dispatch``) of the namespace and device of the fit's.
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components)
+        X_new : array of shape (n_samples, n_components)
             ``[cos, sin]`` features (plus one random-phase cosine for odd widths),
-            float32 for float32 input, float64 otherwise.
+            float32 for float32 input, float64 otherwise; ``X``'s namespace and
+            device (NumPy for sparse input).
         """
-        namespace = input_namespace(X)
-        # A map fitted on a device refuses host input there (it would fail
-        # on the device arrays): the estimators' namespace check and message.
-        if namespace is not None or fitted_on_device(self, "random_weights_"):
-            from ._namespace import transform_namespace
-
-            return transform_namespace(self, X, *(namespace or (None, None)))
-        check_is_fitted(self)
-        X = validate_data(
-            self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
+        X, xp, device = check_transform_input(
+            self, X, "random_weights_", accept_sparse="csr"
         )
         dtype = X.dtype
-        weights = self.random_weights_.astype(dtype, copy=False)
-        offset = self.random_offset_.astype(dtype, copy=False)
+        weights = xp.astype(self.random_weights_, dtype, copy=False)
+        offset = xp.astype(self.random_offset_, dtype, copy=False)
         # Widths come from the fitted arrays, not from `n_components`, so that a
         # later `set_params` cannot desynchronise them.
-        n_odd = offset.shape[0]
-        n_pairs = weights.shape[1] - n_odd
-        n_out = 2 * n_pairs + n_odd
-        scale = dtype.type(np.sqrt(2.0 / n_out))
-
-        n_samples = X.shape[0]
-        out = np.empty((n_samples, n_out), dtype=dtype)
-        block = rows_per_block(weights.shape[1] * dtype.itemsize)
+        n_pairs = weights.shape[1] - offset.shape[0]
+        scale = math.sqrt(2.0 / self._n_features_out)
+        out = RowBlockWriter(xp, (X.shape[0], self._n_features_out), dtype, device)
         # |x . w| <= max|x| * max_j |w_j|_1: beyond float32 the projection is
         # inf and cos(inf) NaN (float32 rows of 1e37 asked of a model fitted
-        # in float64), so such blocks are projected in float64; the features
-        # are bounded by 1 and cast back.
-        reach = float(np.max(np.abs(self.random_weights_).sum(axis=0), initial=0.0))
-        limit = float(np.finfo(dtype).max) / 4.0
-        for rows in gen_batches(n_samples, block):
-            X_block, block_weights, block_offset = X[rows], weights, offset
-            if dtype != np.float64 and _peak(X_block) * reach > limit:
-                X_block = X_block.astype(np.float64)
-                block_weights = self.random_weights_
-                block_offset = self.random_offset_
-            projection = np.asarray(X_block @ block_weights)
-            np.cos(projection[:, :n_pairs], out=out[rows, :n_pairs])
-            np.sin(projection[:, :n_pairs], out=out[rows, n_pairs : 2 * n_pairs])
-            if n_odd:
-                np.cos(
-                    projection[:, n_pairs:] + block_offset,
-                    out=out[rows, 2 * n_pairs :],
+        # in float64), so such blocks are projected in float64 (on the host
+        # where the device has none); the features are bounded by 1 and cast
+        # back.
+        reach = float(xp.max(xp.sum(xp.abs(self.random_weights_), axis=0)))
+        limit = float(np.finfo(numpy_dtype(dtype)).max) / 4.0
+        row_bytes = weights.shape[1] * numpy_dtype(dtype).itemsize
+        for rows in row_blocks(X, row_bytes):
+            block, block_weights, block_offset = X[rows, :], weights, offset
+            if dtype != xp.float64 and peak(block) * reach > limit:
+                block, block_weights, block_offset = in_float64(
+                    xp, device, block, self.random_weights_, self.random_offset_
                 )
-            out[rows] *= scale
-        return out
+            groups = _angle_groups(block @ block_weights, block_offset, n_pairs)
+            if isinstance(out.out, np.ndarray):  # NumPy leaf: in place, out=
+                for function, angles, start in groups:
+                    function(angles, out=out.out[rows, start : start + angles.shape[1]])
+                out.out[rows] *= out.out.dtype.type(scale)
+                continue
+            # Each group cast to dtype, then scaled (the NumPy order for a
+            # float64 projection), and written before the next is computed.
+            parts = (
+                to_device(function(angles), xp, device, dtype=dtype) * scale
+                for function, angles, _ in groups
+            )
+            out.write_columns(rows, parts)
+        return out.result()
 
     @property
     def _n_features_out(self) -> int:

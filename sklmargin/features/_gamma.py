@@ -1,4 +1,4 @@
-r"""The RBF width ``gamma="scale"``, resolved in one place.
+r"""The RBF width ``gamma="scale"``: one statistic, one finisher, any array input.
 
 .. math::
 
@@ -6,19 +6,23 @@ r"""The RBF width ``gamma="scale"``, resolved in one place.
 
 the statistic behind ``SVC(gamma="scale")``, with every entry of row ``i``
 weighted by ``sample_weight[i]`` (so integer weights equal repeated rows), and
-1.0 for constant data. The Nyström and random Fourier maps resolve their
-``gamma="scale"`` with :func:`scale_gamma`, the kernel CV estimator its grid of
-multiples of it, and the Dask integration combines per-chunk sums with
-:func:`gamma_from_variance` (the same formula over the chunks).
+1.0 for constant data. The variance takes two passes, each a
+:func:`weighted_sum` (the weighted sum of the entries, then of the squared
+deviations from their mean), accumulated in float64 (the device's widest
+float) by row blocks, in the namespace of ``X``: NumPy, a device's, or one
+Dask chunk at a time, whose sums the Dask fit adds. Both then finish with
+:func:`round_off_floor` and :func:`gamma_from_variance`. The Nyström and
+random Fourier maps resolve their ``gamma="scale"`` with :func:`scale_gamma`,
+the kernel CV estimator its grid of multiples of it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import gen_batches
 
-from .._utils.blocks import rows_per_block
+from .._utils.array_api import RowBlockWriter, to_device, wide_dtype
+from ._arrays import map_namespace, row_blocks
 
 
 def gamma_from_variance(variance: float, n_features: int) -> float:
@@ -32,12 +36,87 @@ def round_off_floor(variance: float, mean: float) -> float:
     Constant data leave only the round-off of the weighted mean (1e-33 for 0.3
     under random weights: ``gamma`` would be 1e32): below a few ulps of
     :math:`E[x^2] = \operatorname{Var} + \mu^2` the data are constant. Every
-    place that computes the variance (in memory, over Dask chunks, on a
-    device) applies this one rule, so that they resolve the same ``gamma``.
+    variance (dense or sparse, in memory, over Dask chunks, on a device) goes
+    through this one rule, so that they resolve the same ``gamma``.
     """
     if variance <= 16 * np.finfo(np.float64).eps * (variance + mean**2):
         return 0.0
     return variance
+
+
+def weighted_sum(X, sample_weight, mean=None) -> float:
+    r"""Return the weighted sum of the entries, or of their squared deviations.
+
+    :math:`\sum_i w_i \sum_j x_{ij}`, or with ``mean``
+    :math:`\sum_i w_i \sum_j (x_{ij} - \mu)^2`: the two passes of the
+    weighted variance, on dense rows of any namespace (or one Dask chunk).
+    Per-row sums are accumulated in float64 (the device's widest float) by
+    row blocks (a block-sized float64 copy at a time, never one of ``X``) and
+    reduced once at the end, so that the result does not depend on the block
+    size.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features)
+        Dense rows.
+    sample_weight : ndarray of shape (n_samples,)
+        Host weights.
+    mean : float, default=None
+        None for the sum of the entries, else the mean :math:`\mu` to centre
+        them on for the sum of squares.
+
+    Returns
+    -------
+    float
+    """
+    xp, device, _ = map_namespace(X)
+    wide = wide_dtype(xp, device)
+    per_row = RowBlockWriter(xp, (X.shape[0],), wide, device)
+    for rows in row_blocks(X, 8 * X.shape[1]):
+        if mean is None:
+            per_row.write(rows, xp.sum(X[rows, :], axis=1, dtype=wide))
+            continue
+        centred = xp.astype(X[rows, :], wide) - float(mean)
+        if isinstance(centred, np.ndarray):
+            per_row.write(rows, np.einsum("ij,ij->i", centred, centred))
+        else:
+            per_row.write(rows, xp.sum(centred * centred, axis=1))
+    return float(to_device(sample_weight, xp, device, dtype=wide) @ per_row.result())
+
+
+def weighted_variance(X, sample_weight) -> float:
+    r"""Return the sample-weighted variance of all entries of ``X``.
+
+    Every entry of row ``i`` carries the weight ``sample_weight[i]``; with unit
+    weights this is ``X.var()``. Dense rows (any namespace) take two
+    :func:`weighted_sum` passes; sparse rows, which centring would densify,
+    :math:`E[x^2] - \mu^2`, whose cancellation noise of a few ulps of
+    :math:`E[x^2]` is what :func:`round_off_floor` removes.
+
+    Parameters
+    ----------
+    X : {array, sparse matrix} of shape (n_samples, n_features)
+        Validated input (CSR when sparse).
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative host weights with a positive sum.
+
+    Returns
+    -------
+    variance : float
+        The weighted variance, 0.0 for constant data.
+    """
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    total_weight = sw.sum() * X.shape[1]
+    if not sp.issparse(X):
+        mean = weighted_sum(X, sw) / total_weight
+        return round_off_floor(weighted_sum(X, sw, mean) / total_weight, mean)
+    mean = float(sw @ np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
+    mean /= total_weight
+    # Square in float64: a float32 entry of 1e20 squares beyond float32.
+    data = X.data.astype(np.float64)
+    squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
+    mean_square = float(sw @ np.asarray(squares.sum(axis=1)).ravel()) / total_weight
+    return round_off_floor(mean_square - mean**2, mean)
 
 
 def scale_gamma(X, sample_weight=None) -> float:
@@ -45,9 +124,10 @@ def scale_gamma(X, sample_weight=None) -> float:
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-        Validated input (CSR when sparse).
+    X : {array, sparse matrix} of shape (n_samples, n_features)
+        Validated input (CSR when sparse) of any array namespace.
     sample_weight : ndarray of shape (n_samples,), default=None
+        Host weights.
 
     Returns
     -------
@@ -55,55 +135,3 @@ def scale_gamma(X, sample_weight=None) -> float:
     """
     weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
     return gamma_from_variance(weighted_variance(X, weights), X.shape[1])
-
-
-def weighted_variance(X, sample_weight: np.ndarray) -> float:
-    """Return the sample-weighted variance of all entries of ``X``.
-
-    Every entry of row ``i`` carries the weight ``sample_weight[i]``; with unit weights
-    this is ``X.var()``, the statistic behind ``SVC(gamma="scale")``. Integer weights
-    are therefore equivalent to repeating rows. Accumulation is in float64 whatever
-    the dtype of ``X``.
-
-    Parameters
-    ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-        Validated input (CSR when sparse).
-    sample_weight : ndarray of shape (n_samples,)
-        Non-negative weights with a positive sum.
-
-    Returns
-    -------
-    variance : float
-        The weighted variance, 0.0 for constant data.
-    """
-    n_samples, n_features = X.shape
-    sw = np.asarray(sample_weight, dtype=np.float64)
-    total_weight = sw.sum() * n_features
-    row_sums = np.asarray(X.sum(axis=1, dtype=np.float64)).ravel()
-    mean = float(sw @ row_sums) / total_weight
-
-    if sp.issparse(X):
-        # Centring would densify X, so use sum of squares minus squared sum. The
-        # cancellation leaves noise of a few ulps of E[x^2]: below that level the
-        # data are constant for all practical purposes.
-        # Square in float64: a float32 entry of 1e20 squares beyond float32.
-        data = X.data.astype(np.float64)
-        squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
-        row_squares = np.asarray(squares.sum(axis=1)).ravel()
-        mean_square = float(sw @ row_squares) / total_weight
-        variance = mean_square - mean**2
-        if variance <= 16 * np.finfo(np.float64).eps * mean_square:
-            variance = 0.0
-        return variance
-
-    # Dense: two passes over centred blocks, numerically sound. Per-row sums are
-    # reduced once at the end so that the result does not depend on the block
-    # size.
-    row_squares = np.empty(n_samples)
-    for rows in gen_batches(n_samples, rows_per_block(8 * n_features)):
-        centred = X[rows].astype(np.float64) - mean
-        row_squares[rows] = np.einsum("ij,ij->i", centred, centred)
-    variance = float(sw @ row_squares) / total_weight
-    # Constant data: as the sparse branch decides.
-    return round_off_floor(variance, mean)

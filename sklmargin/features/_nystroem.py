@@ -18,16 +18,22 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
-from .._utils.array_api import fitted_on_device, input_namespace
-from .._utils.blocks import rows_per_block
+from .._utils.array_api import RowBlockWriter, numpy_dtype, to_numpy
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
-from .._utils.validation import check_weights
-from ._centres import CENTRE_SELECTORS, rbf_kernel_block, select_centres
+from ._arrays import (
+    check_transform_input,
+    host_weights,
+    map_namespace,
+    row_blocks,
+    to_fit_device,
+)
+from ._centres import CENTRE_SELECTORS, select_centres
 from ._gamma import scale_gamma
+from ._kernel_block import rbf_kernel_block
 
 __all__ = ["NystroemFeatures"]
 
@@ -42,9 +48,8 @@ def _median_gamma(X, sample_weight, rng):
     (so integer weights equal repetitions); 1.0 when there is a single distinct
     row.
     """
-    sample = select_centres(X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng).astype(
-        np.float64
-    )
+    sample = select_centres(X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng)
+    sample = sample.astype(np.float64)
     if sample.shape[0] < 2:
         return 1.0
     norms = np.einsum("ij,ij->i", sample, sample)
@@ -174,10 +179,6 @@ class NystroemFeatures(
     True
     """
 
-    # Which array API path features/_namespace.py takes (it imports no map
-    # class: the maps import it).
-    _map_kind = "nystroem"
-
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "gamma": [
@@ -209,7 +210,9 @@ class NystroemFeatures(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data.
+            Training data: NumPy, or an array API array (torch, CuPy, ...,
+            under ``array_api_dispatch``), whose host copy chooses the centres
+            and whose device then holds the fitted arrays.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -222,12 +225,12 @@ class NystroemFeatures(
         self : NystroemFeatures
             The fitted transformer.
         """
-        if (namespace := input_namespace(X)) is not None:  # torch, CuPy, ...
-            from ._namespace import fit_map_namespace
-
-            return fit_map_namespace(self, X, sample_weight, *namespace)
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
-        sample_weight = check_weights(sample_weight, X.shape[0])
+        xp, device, on_device = map_namespace(X)
+        X = validate_data(self, X, dtype=[xp.float64, xp.float32])
+        sample_weight = host_weights(sample_weight, X.shape[0])
+        # The centres are chosen among the distinct rows by their hashes, on
+        # the host: a device fit copies X there once (documented).
+        X = to_numpy(X)
         rng = check_random_state(self.random_state)
 
         if self.gamma == "scale":
@@ -240,7 +243,7 @@ class NystroemFeatures(
         centres = select_centres(
             X, sample_weight, int(self.n_components), self.gamma_, self.centres, rng
         )
-        return self._fit_centres(centres, X.dtype)
+        return to_fit_device(self._fit_centres(centres, X.dtype), xp, device, on_device)
 
     def _fit_centres(self, centres, dtype):
         """Factor the kernel matrix of chosen ``centres``; set the fitted basis.
@@ -271,9 +274,8 @@ class NystroemFeatures(
         signs = np.sign(eigenvectors[largest, np.arange(eigenvectors.shape[1])])
         eigenvectors *= signs
         self.eigenvalues_ = eigenvalues
-        self.normalization_ = (eigenvectors / np.sqrt(eigenvalues)).astype(
-            dtype, copy=False
-        )
+        eigenvectors /= np.sqrt(eigenvalues)
+        self.normalization_ = eigenvectors.astype(dtype, copy=False)
         self.n_components_ = int(eigenvalues.shape[0])
         return self
 
@@ -283,37 +285,30 @@ class NystroemFeatures(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Data to transform.
+            Data to transform: NumPy, or an array API array (under
+            ``array_api_dispatch``) of the namespace and device of the fit's.
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components_)
-            float32 for float32 input, float64 otherwise.
+        X_new : array of shape (n_samples, n_components_)
+            float32 for float32 input, float64 otherwise; ``X``'s namespace
+            and device.
         """
-        namespace = input_namespace(X)
-        # A map fitted on a device refuses host input there (it would fail
-        # on the device arrays): the estimators' namespace check and message.
-        if namespace is not None or fitted_on_device(self, "components_"):
-            from ._namespace import transform_namespace
-
-            return transform_namespace(self, X, *(namespace or (None, None)))
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X, xp, device = check_transform_input(self, X, "components_")
         dtype = X.dtype
-        centres = self.components_.astype(dtype, copy=True)
-        offset = centres.mean(axis=0)
-        centres -= offset
-        normalization = self.normalization_.astype(dtype, copy=False)
-
-        n_samples, n_centres = X.shape[0], centres.shape[0]
-        out = np.empty((n_samples, normalization.shape[1]), dtype=dtype)
-        block = rows_per_block(dtype.itemsize * max(n_centres, X.shape[1]))
-        kernel = np.empty((min(block, n_samples), n_centres), dtype=dtype)
-        for rows in gen_batches(n_samples, block):
-            size = rows.stop - rows.start
-            rbf_kernel_block(X[rows] - offset, centres, self.gamma_, out=kernel[:size])
-            np.matmul(kernel[:size], normalization, out=out[rows])
-        return out
+        centres = xp.astype(self.components_, dtype)
+        offset = xp.mean(centres, axis=0)
+        centres = centres - offset
+        normalization = xp.astype(self.normalization_, dtype, copy=False)
+        out = RowBlockWriter(xp, (X.shape[0], normalization.shape[1]), dtype, device)
+        row_bytes = numpy_dtype(dtype).itemsize * max(centres.shape[0], X.shape[1])
+        for rows in row_blocks(X, row_bytes):
+            kernel = rbf_kernel_block(X[rows, :] - offset, centres, self.gamma_)
+            if isinstance(kernel, np.ndarray):  # NumPy leaf: no block-sized copy
+                np.matmul(kernel, normalization, out=out.out[rows])
+            else:
+                out.write(rows, kernel @ normalization)
+        return out.result()
 
     @property
     def _n_features_out(self) -> int:

@@ -14,16 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "HASH_DTYPE",
-    "distinct_row_hashes",
-    "distinct_weighted_rows",
-    "mix64",
-    "row_hashes",
-    "stable_row_keys",
-]
-
-
 #: A row's hash: a *stable* lane (:func:`stable_row_keys`: the row's direction
 #: and length on a coarse grid, so that round-off of the row rarely changes it),
 #: then two lanes hashing its exact float64 value (the identity); np.unique and

@@ -5,14 +5,16 @@ from the data is reduced over the chunks:
 
 * ``gamma="scale"``: the sample-weighted variance of all entries,
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
-  two passes (the mean, then centred squares) as
-  :func:`sklmargin.features._gamma.weighted_variance` does in memory, so integer
-  weights still equal repeated rows, with its floor for constant data.
+  the in-memory fit's two passes: each chunk's
+  :func:`~sklmargin.features._gamma.weighted_sum` (of the entries, then of the
+  squared deviations from their mean), added on the client and finished by the
+  same round-off floor for constant data, so integer weights still equal
+  repeated rows and constant rows give ``gamma_ = 1``.
 * random Fourier features: nothing else; their frequencies depend only on the
   width, ``d`` and ``random_state``, so the map equals the in-memory one.
 * Nystroem: the centres the in-memory fit would choose. The selectors draw
   among the distinct positive-weight rows in the order of their content hashes
-  (:mod:`sklmargin.features._centres`), so one pass gathers each chunk's ``(hash,
+  (:mod:`sklmargin.features._row_keys`), so one pass gathers each chunk's ``(hash,
   weight)`` pairs (16 + 8 bytes per distinct row, summed over chunks for rows
   repeated across them), the client makes the in-memory draw
   (:func:`~sklmargin.features._centres.choose_centres`, same ``random_state``), and a
@@ -33,10 +35,9 @@ import warnings
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ...features._centres import choose_centres, distinct_row_hashes
-from ...features._fourier import RandomFourierFeatures
-from ...features._gamma import gamma_from_variance, round_off_floor
-from ...features._nystroem import NystroemFeatures
+from ...features._centres import choose_centres
+from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
+from ...features._row_keys import distinct_row_hashes
 from ._cluster import share
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
@@ -45,23 +46,22 @@ from ._cluster import share
 _GATHER_BYTES = 256 * 2**20
 
 
-def _weighted_row_sum(X, encoded):
-    return float(encoded[1] @ X.sum(axis=1, dtype=np.float64))
+def _on_chunk(X, encoded, function, *args):
+    return function(X, encoded[1], *args)
 
 
-def _weighted_centred_squares(X, encoded, mean):
-    centred = X.astype(np.float64) - mean
-    return float(encoded[1] @ np.einsum("ij,ij->i", centred, centred))
+def _per_chunk(source, function, *args):
+    """``function(rows, weights, *args)`` on every chunk, computed together."""
+    import dask
+
+    task = dask.delayed(_on_chunk, pure=False)
+    chunks = zip(source.x_blocks, source.encoded, strict=True)
+    return dask.compute(*[task(x, e, function, *args) for x, e in chunks])
 
 
-def _chunk_row_hashes(X, encoded):
-    hashes, weights, _ = distinct_row_hashes(X, encoded[1])
-    return hashes, weights
-
-
-def _chunk_rows(X, encoded, wanted):
+def _chunk_rows(X, weights, wanted):
     """Return the chunk's rows whose hash is in ``wanted`` (sorted), and where."""
-    hashes, _, index = distinct_row_hashes(X, encoded[1])
+    hashes, _, index = distinct_row_hashes(X, weights)
     if not len(wanted):
         return np.empty(0, dtype=np.intp), X[:0]
     position = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)
@@ -70,61 +70,34 @@ def _chunk_rows(X, encoded, wanted):
 
 
 def _gamma(estimator, source, sw_total):
-    import dask
-
+    """``gamma``, resolved as in memory: the chunks' weighted sums, added."""
     if estimator.gamma != "scale":
         return float(estimator.gamma)
-    d = source.n_features_in
-    task = dask.delayed(_weighted_row_sum, pure=False)
-    sums = dask.compute(
-        *[task(x, e) for x, e in zip(source.x_blocks, source.encoded, strict=True)]
-    )
-    mean = float(np.sum(sums)) / (sw_total * d)
-    task = dask.delayed(_weighted_centred_squares, pure=False)
-    squares = dask.compute(
-        *[
-            task(x, e, mean)
-            for x, e in zip(source.x_blocks, source.encoded, strict=True)
-        ]
-    )
-    # The in-memory rule for constant data (their variance is the round-off
-    # of the weighted mean), or gamma would be 1e28 where memory gives 1.0.
-    variance = round_off_floor(float(np.sum(squares)) / (sw_total * d), mean)
-    return gamma_from_variance(variance, d)
+    total_weight = sw_total * source.n_features_in
+    mean = sum(_per_chunk(source, weighted_sum)) / total_weight
+    squares = sum(_per_chunk(source, weighted_sum, mean))
+    variance = round_off_floor(squares / total_weight, mean)
+    return gamma_from_variance(variance, source.n_features_in)
+
+
+def _hash_weights(X, weights):
+    """Return the chunk's distinct rows' hashes and weights (not their index)."""
+    return distinct_row_hashes(X, weights)[:2]
 
 
 def _distinct_row_weights(source):
     """Hashes of the distinct positive-weight rows (sorted) and their weights."""
-    import dask
-
-    task = dask.delayed(_chunk_row_hashes, pure=False)
-    parts = dask.compute(
-        *[task(x, e) for x, e in zip(source.x_blocks, source.encoded, strict=True)]
-    )
-    hashes, inverse = np.unique(
-        np.concatenate([h for h, _ in parts]), return_inverse=True
-    )
-    weights = np.bincount(
-        inverse.ravel(), np.concatenate([w for _, w in parts]), hashes.shape[0]
-    )
+    hashes, weights = zip(*_per_chunk(source, _hash_weights), strict=True)
+    hashes, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
+    weights = np.bincount(inverse.ravel(), np.concatenate(weights), hashes.shape[0])
     return hashes, weights
 
 
 def _fetch_rows(source, wanted):
     """Fetch the rows whose hashes are ``wanted`` (sorted), in that order."""
-    import dask
-
-    task = dask.delayed(_chunk_rows, pure=False)
-    shared = share(wanted)
-    parts = dask.compute(
-        *[
-            task(x, e, shared)
-            for x, e in zip(source.x_blocks, source.encoded, strict=True)
-        ]
-    )
     rows = np.empty((len(wanted), source.n_features_in), dtype=source.dtype)
-    for position, chunk_rows in parts:  # copies of a row are equal: any will do
-        rows[position] = chunk_rows
+    for position, chunk_rows in _per_chunk(source, _chunk_rows, share(wanted)):
+        rows[position] = chunk_rows  # copies of a row are equal: any will do
     return rows
 
 
@@ -157,12 +130,7 @@ def _nystroem_map(estimator, source, gamma):
             UserWarning,
             stacklevel=5,
         )
-    feature_map = NystroemFeatures(
-        n_components=estimator.n_components,
-        gamma=estimator.gamma,
-        centres=estimator.centres,
-        random_state=estimator.random_state,
-    )
+    feature_map = estimator._new_feature_map()
     feature_map.n_features_in_ = source.n_features_in
     feature_map.gamma_ = gamma
     return feature_map._fit_centres(centres, source.dtype), sampled
@@ -182,12 +150,10 @@ def fit_feature_map_dask(estimator, source, sw_total):
     dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
     estimator.compute_dtype_ = dtype.name
     if approximation in ("orf", "rff"):
-        feature_map = RandomFourierFeatures(
-            gamma=gamma,
-            n_components=estimator.n_components,
-            orthogonal=approximation == "orf",
-            random_state=estimator.random_state,
-        ).fit(np.zeros((1, source.n_features_in), dtype=dtype))
+        # The frequencies depend on the width, d and the seed only: one row of
+        # zeros draws the in-memory fit's, under the resolved gamma.
+        feature_map = estimator._new_feature_map().set_params(gamma=gamma)
+        feature_map.fit(np.zeros((1, source.n_features_in), dtype=dtype))
         # Report the user's gamma, as the in-memory fit does; gamma_ is resolved.
         feature_map.set_params(gamma=estimator.gamma)
     elif approximation == "nystroem":
