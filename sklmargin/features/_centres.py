@@ -44,10 +44,7 @@ from scipy.linalg import solve_triangular
 from sklearn.utils import gen_batches
 
 from .._utils.blocks import rows_per_block
-
-# scaled_squared_distances: openset/_scores.py imports it from here until it
-# imports it from its home, _kernel_block.
-from ._kernel_block import rbf_kernel_block, scaled_squared_distances  # noqa: F401
+from ._kernel_block import rbf_kernel_block
 from ._row_keys import distinct_row_hashes, mix64, stable_row_keys
 
 # Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.

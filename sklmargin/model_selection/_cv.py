@@ -9,13 +9,12 @@ from numbers import Integral
 
 import numpy as np
 
-from .._utils.array_api import input_namespace
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
-from ..features._gamma import gamma_from_variance, scale_gamma
+from ..features._gamma import scale_gamma
 from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
 
 _SHARED_PARAMS_DOC = """
@@ -445,14 +444,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         return "s", tuple(float(s * f) for f in _S_FACTORS)
 
     def _extra_grids(self, X, sample_weight):
-        if (namespace := input_namespace(X)) is None:
-            scale = scale_gamma(X, sample_weight)
-        else:  # the features' statistic on the device
-            from ..features._namespace import weighted_variance
-
-            weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-            variance = weighted_variance(X, weights, namespace[0])
-            scale = gamma_from_variance(variance, X.shape[1])
+        scale = scale_gamma(X, sample_weight)
         if self.gammas is None:
             return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
         gammas = _valid_values(

@@ -56,7 +56,7 @@ from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.blocks import rows_per_block
-from ..features._centres import scaled_squared_distances
+from ..features._kernel_block import scaled_squared_distances
 from ..features._nystroem import NystroemFeatures
 
 #: Logit scale at which the maximum probability is read: ``T = max(1, s / 30)``.
