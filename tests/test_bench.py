@@ -240,3 +240,17 @@ def test_fuzz_tool_records_the_array_api_run(tmp_path, monkeypatch, capsys):
     assert sum(record["outcomes"].values()) == 4
     assert all(key.startswith(("array-api:", "failure:")) for key in record["outcomes"])
     assert "4 fits" in capsys.readouterr().out
+
+
+def test_every_tool_is_in_the_benchmarks_readme():
+    """benchmarks/README.md's table lists exactly the tools in the folder."""
+    import re
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `(\w+\.py)` \|", readme, flags=re.MULTILINE))
+    tools = {path.name for path in folder.glob("*.py")} - {"_common.py"}
+    assert listed == tools
+    for name in tools:  # each row names its command
+        assert f"python benchmarks/{name}" in readme, name
