@@ -149,24 +149,28 @@ def _perturbed(X, dtype, seed):
     return (X * (1 + 2 * np.finfo(dtype).eps * noise)).astype(dtype)
 
 
-def _converters(skip=False):
-    """``{name: convert}`` of the two namespaces (host arrays to theirs).
+def _converters():
+    """``{name: convert}`` of the two namespaces (host arrays to theirs)."""
+    import array_api_strict
+    import torch
 
-    ``skip``: inside a test, skip naming the package that is not installed.
-    """
-    if skip:
-        array_api_strict = pytest.importorskip(
-            "array_api_strict", reason="array-api-strict is not installed"
-        )
-        torch = pytest.importorskip("torch", reason="torch is not installed")
-    else:
-        import array_api_strict
-        import torch
     torch.set_num_threads(1)  # one thread, as BLAS in the suite
     return {
         "array-api-strict": lambda a: array_api_strict.asarray(a),
         "torch cpu": lambda a: torch.asarray(a),
     }
+
+
+def _converter(namespace):
+    """One namespace's converter in a test; skips naming a missing package."""
+    if namespace == "array-api-strict":
+        xp = pytest.importorskip(
+            "array_api_strict", reason="array-api-strict is not installed"
+        )
+        return xp.asarray
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    torch.set_num_threads(1)
+    return torch.asarray
 
 
 def _to_host(array):
@@ -262,7 +266,7 @@ def _fit_cases():
 def test_fit_differs_from_numpy_as_numpy_differs_from_itself(
     namespace, name, dtype_name
 ):
-    convert = _converters(skip=True)[namespace]
+    convert = _converter(namespace)
     X, y = _data()
     dtype = np.dtype(dtype_name)
     reference, changes = _numpy_fit(name, dtype_name)
@@ -280,7 +284,7 @@ def test_fit_differs_from_numpy_as_numpy_differs_from_itself(
 def test_search_differs_from_numpy_as_numpy_differs_from_itself(
     namespace, weighted, name
 ):
-    convert = _converters(skip=True)[namespace]
+    convert = _converter(namespace)
     X, y = _data()
     weights = np.arange(X.shape[0]) % 3 + 0.5 if weighted else None
     reference, expected, changes, stable_point = _numpy_search(name, weighted)
