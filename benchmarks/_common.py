@@ -1,5 +1,10 @@
 """What every benchmark script shares: data, BLAS pinning, CV scoring, ranks, JSON.
 
+The data are read by :mod:`sklmargin.compare.datasets` (the loader of
+``python -m sklmargin compare``); this module adds what only the benchmarks
+need: the default folder, the shipped sets as a fallback, and the check of a
+set against the checksums the results were measured on.
+
 The scripts in this folder import it as ``from _common import ...`` (Python puts
 the script's folder first on ``sys.path``). Each script takes ``--data`` (see
 :func:`add_data_argument`), pins BLAS with :func:`pinned_blas` and prints the
@@ -27,11 +32,12 @@ import numpy as np
 import scipy
 import sklearn
 from scipy.stats import rankdata
-from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 import sklmargin
+from sklmargin.compare.datasets import BUILTIN_DATASETS, load_builtin, load_npz
+from sklmargin.compare.settings import CompareError
 
 REPO = Path(__file__).resolve().parent.parent
 #: The sets shipped with the repository (licence and citation per set in its
@@ -56,14 +62,9 @@ NPZ_DATASETS = (
     "a9a",
     "segment",
 )
-#: scikit-learn's bundled data sets, used whole as a "training split".
-BUILTIN_DATASETS = {
-    "digits": load_digits,
-    "wine": load_wine,
-    "breast_cancer": load_breast_cancer,
-    "iris": load_iris,
-}
-ALL_DATASETS = NPZ_DATASETS + tuple(BUILTIN_DATASETS)
+#: With scikit-learn's bundled data sets (``BUILTIN_DATASETS``, compare's), used
+#: whole as a "training split".
+ALL_DATASETS = NPZ_DATASETS + BUILTIN_DATASETS
 
 
 # -- command line and environment ------------------------------------------------
@@ -200,22 +201,6 @@ def available(data_dir: Path, names: Sequence[str]) -> list[str]:
     return found
 
 
-def npz_names(data_dir: Path, names: Sequence[str] | None = None) -> list[str]:
-    """Stems of the ``.npz`` files in ``data_dir`` (sorted), or ``names`` checked."""
-    data_dir = Path(data_dir)
-    if not data_dir.is_dir():
-        raise SystemExit(f"error: --data {data_dir} is not a directory")
-    found = sorted(path.stem for path in data_dir.glob("*.npz"))
-    if names is None:
-        return found
-    missing = [name for name in names if name not in found]
-    if missing:
-        raise SystemExit(
-            f"error: no {', '.join(missing)} in {data_dir}; found: {', '.join(found)}"
-        )
-    return list(names)
-
-
 def array_sha256(array: np.ndarray) -> str:
     """SHA-256 of an array's bytes in C order (what ``manifest.json`` records)."""
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
@@ -250,10 +235,10 @@ def load_split(data_dir: Path, name: str):
     A set of the project whose arrays differ from those the results files were
     measured on (``benchmarks/data/manifest.json``) gets a warning on stderr.
     """
-    keys = ("X_train", "y_train", "X_test", "y_test")
     path = npz_path(data_dir, name)
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {key: data[key] for key in keys}
+    dataset = _read_npz(name, path)
+    keys = ("X_train", "y_train", "X_test", "y_test")
+    arrays = {key: getattr(dataset, key) for key in keys}
     problems = differences(name, arrays)
     if problems:
         print(
@@ -264,6 +249,14 @@ def load_split(data_dir: Path, name: str):
     return tuple(arrays[key] for key in keys)
 
 
+def _read_npz(name: str, path: Path):
+    """compare's :func:`~sklmargin.compare.datasets.load_npz`; errors exit."""
+    try:
+        return load_npz(name, path)
+    except CompareError as exc:
+        raise SystemExit(f"error: {exc}") from exc
+
+
 def load_training_split(name: str, data_dir: Path, max_rows: int, seed: int):
     """Return the training split ``(X, y, n_original)`` of one data set.
 
@@ -272,7 +265,7 @@ def load_training_split(name: str, data_dir: Path, max_rows: int, seed: int):
     name : str
         One of :data:`ALL_DATASETS` (or any ``NAME.npz`` in ``data_dir``).
     data_dir : Path
-        Folder of the ``.npz`` files; the test split is never loaded.
+        Folder of the ``.npz`` files; the test split is never used.
     max_rows : int
         Training splits with more rows are subsampled (stratified, ``seed``).
     seed : int
@@ -286,10 +279,10 @@ def load_training_split(name: str, data_dir: Path, max_rows: int, seed: int):
         Rows before subsampling.
     """
     if name in BUILTIN_DATASETS:
-        X, y = BUILTIN_DATASETS[name](return_X_y=True)
+        X, y = load_builtin(name)
     else:
-        with np.load(npz_path(data_dir, name), allow_pickle=False) as data:
-            X, y = data["X_train"], data["y_train"]
+        dataset = _read_npz(name, npz_path(data_dir, name))
+        X, y = dataset.X_train, dataset.y_train
     n_original = len(y)
     if n_original > max_rows:
         X, _, y, _ = train_test_split(

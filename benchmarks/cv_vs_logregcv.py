@@ -52,6 +52,7 @@ from sklearn.utils.extmath import softmax  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from sklmargin import MarginSoftmaxClassifierCV  # noqa: E402
+from sklmargin.compare.datasets import load_npz  # noqa: E402
 from sklmargin.model_selection._calibration import (  # noqa: E402
     expected_calibration_error,
     logits_from_decision,
@@ -84,9 +85,9 @@ def probability_metrics(proba, y_test, classes):
 
 
 def run(name, path, model_names):
-    data = np.load(path)
-    X_train, y_train = data["X_train"], data["y_train"]
-    X_test, y_test = data["X_test"], data["y_test"]
+    data = load_npz(name, path)
+    X_train, y_train = data.X_train, data.y_train
+    X_test, y_test = data.X_test, data.y_test
     folds = list(
         StratifiedKFold(5, shuffle=True, random_state=0).split(X_train, y_train)
     )

@@ -63,6 +63,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV  # noq
 from sklearn.metrics import accuracy_score, log_loss  # noqa: E402
 
 from sklmargin import MarginSoftmaxClassifier, MarginSoftmaxClassifierCV  # noqa: E402
+from sklmargin.compare.datasets import load_npz  # noqa: E402
 
 DEFAULT_SETS = "clip_vitb32_caltech101,clip_vitb32_ucf101_midframes"
 MODELS = {
@@ -100,9 +101,9 @@ def chosen(model):
 
 
 def run(name, path, model_names, repeats=1, path_report=False, refit_s=()):
-    with np.load(path, allow_pickle=False) as data:
-        X_train, y_train = data["X_train"], data["y_train"]
-        X_test, y_test = data["X_test"], data["y_test"]
+    data = load_npz(name, path)
+    X_train, y_train = data.X_train, data.y_train
+    X_test, y_test = data.X_test, data.y_test
     norms = np.linalg.norm(X_train, axis=1)
     print(
         f"{name}: {X_train.shape[0]} train / {X_test.shape[0]} test rows, "

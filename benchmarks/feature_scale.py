@@ -27,15 +27,14 @@ from pathlib import Path
 
 import numpy as np
 from _common import add_data_argument, machine, now, pinned_blas, versions
-from sklearn import datasets as sk_datasets
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import MarginSoftmaxClassifier
 from sklmargin._utils.validation import FEATURE_SCALE_RATIO
+from sklmargin.compare.datasets import builtin_datasets, load_npz_dir
 
 RATIOS = (10, 15, 20, 30, 50, 100)
 
@@ -155,20 +154,16 @@ def real_sets(data_dir: Path):
         "|---|---|---|---|---|---|",
     ]
     sets = {}
-    for name in ("iris", "wine", "breast_cancer", "digits"):
-        X, y = getattr(sk_datasets, f"load_{name}")(return_X_y=True)
-        X_train, X_test, y_train, y_test = train_test_split(
-            X, y, test_size=0.25, random_state=0, stratify=y
+    builtin = builtin_datasets("iris,wine,breast_cancer,digits", 0.25, random_state=0)
+    for data in builtin:
+        sets[data.name] = data.X_train, data.y_train, data.X_test, data.y_test
+    for data in load_npz_dir(data_dir) if any(Path(data_dir).glob("*.npz")) else ():
+        sets[data.name] = (
+            data.X_train[:4000].astype(np.float64),
+            data.y_train[:4000],
+            data.X_test[:2000].astype(np.float64),
+            data.y_test[:2000],
         )
-        sets[name] = X_train, y_train, X_test, y_test
-    for path in sorted(data_dir.glob("*.npz")):
-        with np.load(path) as data:
-            sets[path.stem] = (
-                data["X_train"][:4000].astype(np.float64),
-                data["y_train"][:4000],
-                data["X_test"][:2000].astype(np.float64),
-                data["y_test"][:2000],
-            )
     for name, (X_train, y_train, X_test, y_test) in sets.items():
         norms = np.linalg.norm(X_train, axis=1)
         one_length = norms.min() > 0 and norms.max() <= 1.01 * norms.min()

@@ -17,6 +17,16 @@ and prints a summary grouped by failure kind. Known, reported defects
 are still checked in those cases; they are counted under "known" with a few
 reproducers each. ``--loss-examples M`` first fuzzes ``margin_softmax_loss``.
 
+``--array-api`` fuzzes the array API path against the NumPy path instead: each
+case (sparse ones skipped, kernel maps capped at 30 components, at most 50
+iterations) is fitted on NumPy arrays and, under ``array_api_dispatch``, on torch
+cpu and array-api-strict arrays (``pip install sklmargin[array-api]`` and torch).
+A failure is a crash other than ValueError/TypeError, a non-finite probability,
+or one path rejecting (ValueError/TypeError) what the other fits; equality is
+``tests/test_array_api_equality.py``'s business::
+
+    python benchmarks/fuzz.py --array-api --examples 3000 --seed 21
+
 A *hang* is judged by the process's CPU time, not by wall time, so that a
 loaded machine does not turn slow cases into hangs: ``--timeout`` CPU seconds
 per case (``setitimer(ITIMER_PROF)``). A case that blocks without using CPU
@@ -26,19 +36,27 @@ used.
 """
 
 import os
+import sys
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
+if "--array-api" in sys.argv[1:]:
+    # scikit-learn's array_api_dispatch needs scipy's array API mode, which
+    # scipy reads when it is first imported (below, through sklmargin).
+    os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import signal  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
@@ -53,8 +71,104 @@ from fuzz_cases import (  # noqa: E402
     fit_cases,
     known_defect,
     loss_inputs,
+    make_data,
     reproducer,
 )
+
+
+# -- the array API path against the NumPy path (--array-api) ------------------
+def _namespaces():
+    """torch (cpu, one thread) and array-api-strict, by name."""
+    import array_api_strict
+    import torch
+
+    torch.set_num_threads(1)
+    return {"torch": torch, "array_api_strict": array_api_strict}
+
+
+def _to(xp, value):
+    """Numeric arrays into ``xp``; None and string labels stay as they are."""
+    if value is None or np.asarray(value).dtype.kind not in "biuf":
+        return value
+    return xp.asarray(np.asarray(value))
+
+
+def _host(array):
+    """A namespace's (CPU) array as a NumPy array."""
+    if hasattr(array, "detach"):  # torch
+        return array.detach().cpu().numpy()
+    return np.asarray(array)
+
+
+def _said(name, exc):
+    """``name: repr(exc) (file:line in function)``, the innermost frame."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    where = f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+    return f"{name}: {exc!r}"[:300] + f" ({where})"
+
+
+def check_array_api_case(estimator, params, spec, namespaces=None):
+    """Fit one case on NumPy, then on each namespace under ``array_api_dispatch``.
+
+    Returns the outcome (both paths fitted, both rejected, or a sparse case
+    skipped) or raises :class:`FuzzFailure`: a crash other than
+    ValueError/TypeError (``array-api-crash``), a case one path rejects and the
+    other fits (``array-api-rejects``, ``array-api-accepts``), non-finite
+    probabilities (``array-api-non-finite``). Every namespace is tried; the
+    failure names each one's problem. Warnings are ignored here (the NumPy
+    fuzzer checks them).
+    """
+    if spec.get("sparse"):
+        return "array-api: sparse, skipped"
+    namespaces = _namespaces() if namespaces is None else namespaces
+    cls = ESTIMATORS[estimator]
+    params = {k: v for k, v in params.items() if k in cls().get_params()}
+    if estimator == "KernelMarginSoftmaxClassifier":  # small maps: many cases
+        params["n_components"] = min(params.get("n_components") or 30, 30)
+    X, y, sample_weight = make_data(spec)
+
+    def fit_proba(X, y, sample_weight):
+        model = cls(**params).fit(X, y, sample_weight=sample_weight)
+        return _host(model.predict_proba(X))
+
+    problems = []  # (kind, detail, exception or None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fit_proba(X, y, sample_weight)
+            numpy_error = None
+        except (ValueError, TypeError) as exc:
+            numpy_error = type(exc).__name__
+        for name, xp in namespaces.items():
+            try:
+                with sklearn.config_context(array_api_dispatch=True):
+                    proba = fit_proba(_to(xp, X), _to(xp, y), _to(xp, sample_weight))
+            except (ValueError, TypeError) as exc:
+                if numpy_error is None:
+                    problems.append(("array-api-rejects", _said(name, exc), exc))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a crash is the finding
+                problems.append(("array-api-crash", _said(name, exc), exc))
+                continue
+            if numpy_error is not None:
+                detail = f"{name} fits, NumPy raised {numpy_error}"
+                problems.append(("array-api-accepts", detail, None))
+            elif not np.all(np.isfinite(proba)):
+                detail = f"{name}: non-finite predict_proba"
+                problems.append(("array-api-non-finite", detail, None))
+    if problems:
+        kind, _, cause = problems[0]
+        raise FuzzFailure(kind, "; ".join(p[1] for p in problems), cause)
+    return "array-api: both rejected" if numpy_error else "array-api: both fitted"
+
+
+def array_api_reproducer(estimator, params, spec):
+    """Python source that replays an ``--array-api`` case (from the repo root)."""
+    return (
+        "import sys; sys.path[:0] = ['.', 'tests', 'benchmarks']  # the repo root\n"
+        "from fuzz import check_array_api_case  # run with SCIPY_ARRAY_API=1\n"
+        f"check_array_api_case({estimator!r}, {params!r}, {spec!r})\n"
+    )
 
 
 class _Timeout(BaseException):
@@ -103,6 +217,12 @@ def main(argv=None):
         help="also draw settings outside the documented ranges (s=1e39...)",
     )
     parser.add_argument(
+        "--array-api",
+        action="store_true",
+        help="fit each case on NumPy, torch and array-api-strict arrays and "
+        "compare the outcomes (see the module docstring)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=120,
@@ -115,6 +235,19 @@ def main(argv=None):
         help="wall seconds per case before a 'stall' (default: 30 x --timeout)",
     )
     args = parser.parse_args(argv)
+    if args.array_api and os.environ.get("SCIPY_ARRAY_API") != "1":
+        parser.error(
+            "--array-api needs SCIPY_ARRAY_API=1 before scipy is imported (the "
+            "script sets it when --array-api is on its command line)"
+        )
+    if args.array_api:
+        check = functools.partial(check_array_api_case, namespaces=_namespaces())
+        make_reproducer = array_api_reproducer
+        strategy_options = {"max_iters": (5, 50)}  # many cases, two paths each
+    else:
+        check = functools.partial(check_case, tolerate_known=True)
+        make_reproducer = reproducer
+        strategy_options = {}
     wall_timeout = 30 * args.timeout if args.wall_timeout is None else args.wall_timeout
     estimators = tuple(args.estimator or ESTIMATORS)
     out = Path(args.out)
@@ -127,6 +260,7 @@ def main(argv=None):
             "timeout_cpu_s": args.timeout,
             "timeout_wall_s": wall_timeout,
             "beyond": args.beyond,
+            "array_api": args.array_api,
         },
         "outcomes": collections.Counter(),
         "failures": [],
@@ -151,13 +285,13 @@ def main(argv=None):
         suppress_health_check=list(HealthCheck),
     )
     @seed(args.seed)
-    @given(fit_cases(estimators, beyond=args.beyond))
+    @given(fit_cases(estimators, beyond=args.beyond, **strategy_options))
     def run(case):
         estimator, params, spec = case
         begin, begin_cpu = time.perf_counter(), time.process_time()
         _arm(args.timeout, wall_timeout)
         try:
-            outcome = check_case(estimator, params, spec, tolerate_known=True)
+            outcome = check(estimator, params, spec)
             trace, known = "", None
         except FuzzFailure as failure:
             outcome = "failure:" + failure.kind
@@ -183,7 +317,7 @@ def main(argv=None):
                 examples = record["known"].setdefault(name, {"count": 0, "cases": []})
                 examples["count"] += 1
                 if len(examples["cases"]) < 5:
-                    examples["cases"].append(reproducer(estimator, params, spec))
+                    examples["cases"].append(make_reproducer(estimator, params, spec))
         record["outcomes"][outcome] += 1
         record["slowest"].append((round(elapsed, 2), estimator, params, spec))
         record["slowest"] = sorted(record["slowest"], key=lambda r: -r[0])[:10]
@@ -197,7 +331,7 @@ def main(argv=None):
                     "params": params,
                     "spec": spec,
                     "traceback": trace[-4000:],
-                    "reproducer": reproducer(estimator, params, spec),
+                    "reproducer": make_reproducer(estimator, params, spec),
                 }
             )
         total = sum(

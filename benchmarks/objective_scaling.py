@@ -264,18 +264,7 @@ def register(subparsers):
     objective.add_argument("--n", type=_positive_int, default=100_000)
     objective.add_argument("--d", type=_positive_int, nargs="+", default=[16, 128, 512])
     objective.add_argument("--k", type=_class_count, nargs="+", default=[2, 10, 50])
-    objective.add_argument("--loss", choices=LOSS_NAMES, default="am-softmax")
-    objective.add_argument(
-        "--threads",
-        type=_thread_count,
-        default=1,
-        help="BLAS threads (0: library default)",
-    )
-    objective.add_argument(
-        "--output",
-        type=_output_path,
-        help=f"write the rows as JSON (fields: {', '.join(OBJECTIVE_FIELDS)})",
-    )
+    _add_shared_arguments(objective, OBJECTIVE_FIELDS)
     objective.set_defaults(func=_run_objective)
 
     scale = subparsers.add_parser(
@@ -290,20 +279,25 @@ def register(subparsers):
     scale.add_argument("--d", type=_positive_int, default=100)
     scale.add_argument("--k", type=_class_count, default=10)
     scale.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    scale.add_argument("--loss", choices=LOSS_NAMES, default="am-softmax")
-    scale.add_argument(
+    _add_shared_arguments(scale, SCALE_FIELDS)
+    scale.set_defaults(func=_run_scale)
+    return objective
+
+
+def _add_shared_arguments(parser, fields):
+    """``--loss``, ``--threads`` and ``--output`` (rows with ``fields``)."""
+    parser.add_argument("--loss", choices=LOSS_NAMES, default="am-softmax")
+    parser.add_argument(
         "--threads",
         type=_thread_count,
         default=1,
         help="BLAS threads (0: library default)",
     )
-    scale.add_argument(
+    parser.add_argument(
         "--output",
         type=_output_path,
-        help=f"write the rows as JSON (fields: {', '.join(SCALE_FIELDS)})",
+        help=f"write the rows as JSON (fields: {', '.join(fields)})",
     )
-    scale.set_defaults(func=_run_scale)
-    return objective
 
 
 def main(argv=None):

@@ -1,4 +1,5 @@
-"""benchmarks/objective_scaling.py: what it writes, and that it refuses bad input.
+"""The benchmark tools: objective_scaling.py's output and usage errors, the
+helpers of _common.py, fuzz.py's --array-api check.
 
 Sizes are tiny; no timing is asserted (timings are the scripts' business).
 """
@@ -114,15 +115,16 @@ def test_benchmark_helper_loads_data_and_says_what_is_missing(tmp_path, capsys):
         X_test=rng.normal(size=(4, 2)),
         y_test=np.arange(4) % 2,
     )
-    assert common.npz_names(tmp_path) == ["toy"]
     assert [a.shape for a in common.load_split(tmp_path, "toy")] == [
         (8, 2),
         (8,),
         (4, 2),
         (4,),
     ]
-    with pytest.raises(SystemExit, match="no letter in"):
-        common.npz_names(tmp_path, ["toy", "letter"])
+    # compare's loader reads the file: its checks hold, as a usage error.
+    np.savez(tmp_path / "bad.npz", X_train=np.zeros((3, 2)), y_train=np.zeros(3))
+    with pytest.raises(SystemExit, match="lacks X_test, y_test"):
+        common.load_split(tmp_path, "bad")
     # A project set missing from --data comes from the shipped folder ...
     X, y, n_original = common.load_training_split("letter", tmp_path, 100, 0)
     assert X.shape == (100, 16) and n_original == 15000
@@ -163,3 +165,92 @@ def test_benchmark_command_line_is_one_a_user_can_run(monkeypatch):
     script = common.REPO / "benchmarks" / "embeddings.py"
     monkeypatch.setattr("sys.argv", [str(script), "--data", "DIR"])
     assert common.command_line() == "python benchmarks/embeddings.py --data DIR"
+
+
+def _fuzz_tool(monkeypatch):
+    """benchmarks/fuzz.py as a module; the thread variables it sets are undone."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")
+    return _benchmark_script("fuzz")
+
+
+_SPEC = {
+    "seed": 0, "counts": [6, 6, 6], "n_features": 3, "dtype": "float64",
+    "sparse": False, "magnitude": 1.0, "integer": False, "constant_columns": 0,
+    "zero_rows": 0, "duplicates": 0, "string_labels": False, "outlier": False,
+    "separation": 3.0, "weights": None,
+}  # fmt: skip
+
+
+def test_fuzz_array_api_check_compares_the_two_paths(monkeypatch):
+    """NumPy itself under dispatch fits alike; a crash or a rejection is caught."""
+    import os
+
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        pytest.skip("scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1")
+    fuzz = _fuzz_tool(monkeypatch)
+    case = ("MarginSoftmaxClassifier", {"loss": "arcface", "random_state": 0}, _SPEC)
+    assert fuzz.check_array_api_case(*case, {"numpy": np}) == "array-api: both fitted"
+    sparse_spec = {**_SPEC, "sparse": True}
+    assert (
+        fuzz.check_array_api_case(case[0], case[1], sparse_spec, {"numpy": np})
+        == "array-api: sparse, skipped"
+    )
+
+    class Crashing:
+        def asarray(self, value):
+            raise RuntimeError("no device")
+
+    class Rejecting:
+        def asarray(self, value):
+            raise ValueError("not this")
+
+    with pytest.raises(fuzz.FuzzFailure, match=r"array-api-crash.*no device"):
+        fuzz.check_array_api_case(*case, {"broken": Crashing()})
+    with pytest.raises(fuzz.FuzzFailure, match=r"array-api-rejects.*not this"):
+        fuzz.check_array_api_case(*case, {"picky": Rejecting()})
+    # A case NumPy rejects (one class) and the other path fits is a failure too.
+    one_class = (case[0], case[1], {**_SPEC, "counts": [6]})
+    assert (
+        fuzz.check_array_api_case(*one_class, {"numpy": np})
+        == "array-api: both rejected"
+    )
+
+    class Relabelling:  # gives the labels a second class
+        def asarray(self, value):
+            value = np.asarray(value)
+            return np.arange(len(value)) % 2 if value.ndim == 1 else value
+
+    with pytest.raises(fuzz.FuzzFailure, match="array-api-accepts"):
+        fuzz.check_array_api_case(*one_class, {"relabelling": Relabelling()})
+
+
+def test_fuzz_tool_records_the_array_api_run(tmp_path, monkeypatch, capsys):
+    import os
+
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        pytest.skip("scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1")
+    fuzz = _fuzz_tool(monkeypatch)
+    monkeypatch.setattr(fuzz, "_namespaces", lambda: {"numpy": np})
+    out = tmp_path / "fuzz.json"
+    argv = ["--array-api", "--examples", "4", "--seed", "1", "--out", str(out)]
+    fuzz.main([*argv, "--estimator", "MarginSoftmaxClassifier"])
+    record = json.loads(out.read_text())
+    assert record["settings"]["array_api"] is True
+    assert sum(record["outcomes"].values()) == 4
+    assert all(key.startswith(("array-api:", "failure:")) for key in record["outcomes"])
+    assert "4 fits" in capsys.readouterr().out
+
+
+def test_every_tool_is_in_the_benchmarks_readme():
+    """benchmarks/README.md's table lists exactly the tools in the folder."""
+    import re
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `(\w+\.py)` \|", readme, flags=re.MULTILINE))
+    tools = {path.name for path in folder.glob("*.py")} - {"_common.py"}
+    assert listed == tools
+    for name in tools:  # each row names its command
+        assert f"python benchmarks/{name}" in readme, name

@@ -284,3 +284,38 @@ def test_defect_d5_softmax_raw_logits_of_huge_float32_rows():
         "max_iter": 5, "warm_start": False, "random_state": 47,
     }  # fmt: skip
     assert check_case("MarginSoftmaxClassifier", params, spec) != "failure"
+
+
+@pytest.mark.xfail(
+    raises=(TypeError, AttributeError),
+    strict=True,
+    reason="defect d6 (benchmarks/results_fuzz.md): the L-Softmax collapse hint "
+    "(estimators/_base.py, _class_mean_closeness) reads the objective's rows "
+    "with NumPy operators, which fail on torch and array-api-strict rows; "
+    "remove this mark when it is fixed",
+)
+@pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
+def test_defect_d6_collapse_hint_on_array_api_rows(namespace):
+    # Found by `python benchmarks/fuzz.py --array-api --examples 150 --seed 21`
+    # on 4807226. The data of test_reliability.py's centre-class test: the
+    # middle class's prototype collapses to w_j = 0, so the hint runs.
+    import os
+
+    import sklearn
+
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        pytest.skip("scikit-learn's array_api_dispatch needs SCIPY_ARRAY_API=1")
+    xp = pytest.importorskip(namespace, reason=f"{namespace} is not installed")
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 100)
+    X = rng.normal(size=(300, 5))
+    X[:, 0] += 3.0 * (y - 1)
+    X = StandardScaler().fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with sklearn.config_context(array_api_dispatch=True):
+            clf = MarginSoftmaxClassifier(loss="l-softmax")
+            clf.fit(xp.asarray(X), xp.asarray(y))
+    assert np.all(np.isfinite(np.asarray(clf.coef_)))

@@ -194,14 +194,39 @@ def builtin_datasets(
     list of Dataset
         One split per dataset.
     """
-    from sklearn import datasets as sk_datasets
-
     selected = select_names(BUILTIN_DATASETS, names, "dataset")
     result = []
     for name in selected:
-        X, y = getattr(sk_datasets, f"load_{name}")(return_X_y=True)
+        X, y = load_builtin(name)
         result.append(split_train_test(name, X, y, test_size, random_state))
     return result
+
+
+def load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``X, y`` of one of scikit-learn's bundled datasets, unsplit.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`BUILTIN_DATASETS`.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    CompareError
+        If ``name`` is not one of them; the message lists the valid names.
+    """
+    from sklearn import datasets as sk_datasets
+
+    if name not in BUILTIN_DATASETS:
+        raise CompareError(
+            f"unknown dataset {name!r}; available: {', '.join(BUILTIN_DATASETS)}."
+        )
+    return getattr(sk_datasets, f"load_{name}")(return_X_y=True)
 
 
 def load_npz_dir(directory: str | os.PathLike, names: str | None = None) -> list:
@@ -235,11 +260,31 @@ def load_npz_dir(directory: str | os.PathLike, names: str | None = None) -> list
     if not files:
         raise CompareError(f"--data: no .npz files in {str(directory)!r}.")
     return [
-        _load_npz(name, files[name]) for name in select_names(files, names, "dataset")
+        load_npz(name, files[name]) for name in select_names(files, names, "dataset")
     ]
 
 
-def _load_npz(name: str, path: Path) -> Dataset:
+def load_npz(name: str, path: str | os.PathLike) -> Dataset:
+    """Load one ``.npz`` split (``X_train``, ``y_train``, ``X_test``, ``y_test``).
+
+    Parameters
+    ----------
+    name : str
+        Name of the dataset.
+    path : path-like
+        The file; pickled objects are refused (a data file must not run code).
+
+    Returns
+    -------
+    Dataset
+        The split as stored, labels flattened to 1-D.
+
+    Raises
+    ------
+    CompareError
+        If the file cannot be read, lacks one of the four arrays, or their
+        shapes disagree.
+    """
     keys = ("X_train", "y_train", "X_test", "y_test")
     try:
         # allow_pickle=False: a data file must never be able to run code.

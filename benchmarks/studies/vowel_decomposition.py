@@ -19,10 +19,16 @@ hinge.
 
 Usage::
 
-    python benchmarks/vowel_decomposition.py --data ../shared/data
+    python benchmarks/studies/vowel_decomposition.py --data ../shared/data
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The shared helpers (_common.py) live one folder up, in benchmarks/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import warnings

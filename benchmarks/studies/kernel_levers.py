@@ -12,11 +12,17 @@ Test accuracy, CPU seconds (``time.process_time``), one BLAS thread.
 
 Usage::
 
-    python benchmarks/kernel_levers.py --data ../shared/data --study centres
-    python benchmarks/kernel_levers.py --data ../shared/data --study subsample
+    python benchmarks/studies/kernel_levers.py --data ../shared/data --study centres
+    python benchmarks/studies/kernel_levers.py --data ../shared/data --study subsample
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The shared helpers (_common.py) live one folder up, in benchmarks/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import json
