@@ -142,7 +142,7 @@ def main():
                 )
             if namespace is not None:
                 proba = proba.cpu().numpy()
-                stats = model._array_api_stats
+                stats = model._fit_stats
                 evaluations = stats["n_evaluations"]
                 transfer = f"{1e3 * stats['transfer_seconds'] / evaluations:.3f}"
             else:

@@ -100,7 +100,7 @@ def run(n, d, n_classes, fit_in_memory, fit_dask, persist_data):
         clf.fit(X, y)
     row["dask_fit_s"] = time.perf_counter() - start if fit_dask else float("nan")
     row["dask_iter"] = clf.n_iter_ if fit_dask else 0
-    row["dask_evals"] = clf.n_evaluations_dask_ if fit_dask else 0
+    row["dask_evals"] = clf._fit_stats["n_evaluations"] if fit_dask else 0
     row["dask_eval_s"] = eval_time(recorded.objective, recorded.x0)
     if fit_in_memory:
         X_np, y_np = (a.compute() for a in (X, y))

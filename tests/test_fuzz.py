@@ -286,14 +286,6 @@ def test_defect_d5_softmax_raw_logits_of_huge_float32_rows():
     assert check_case("MarginSoftmaxClassifier", params, spec) != "failure"
 
 
-@pytest.mark.xfail(
-    raises=(TypeError, AttributeError),
-    strict=True,
-    reason="defect d6 (benchmarks/results_fuzz.md): the L-Softmax collapse hint "
-    "(estimators/_base.py, _class_mean_closeness) reads the objective's rows "
-    "with NumPy operators, which fail on torch and array-api-strict rows; "
-    "remove this mark when it is fixed",
-)
 @pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
 def test_defect_d6_collapse_hint_on_array_api_rows(namespace):
     # Found by `python benchmarks/fuzz.py --array-api --examples 150 --seed 21`
@@ -313,9 +305,18 @@ def test_defect_d6_collapse_hint_on_array_api_rows(namespace):
     X = rng.normal(size=(300, 5))
     X[:, 0] += 3.0 * (y - 1)
     X = StandardScaler().fit_transform(X)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        with sklearn.config_context(array_api_dispatch=True):
-            clf = MarginSoftmaxClassifier(loss="l-softmax")
-            clf.fit(xp.asarray(X), xp.asarray(y))
+
+    def hints(X, y):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            with sklearn.config_context(array_api_dispatch=True):
+                clf = MarginSoftmaxClassifier(loss="l-softmax").fit(X, y)
+        # The hint itself: the iteration count before it may differ by round-off.
+        messages = [str(w.message) for w in caught if "centre" in str(w.message)]
+        return clf, [m[m.index("The prototype") :] for m in messages]
+
+    clf, on_device = hints(xp.asarray(X), xp.asarray(y))
+    _, on_numpy = hints(X, y)
     assert np.all(np.isfinite(np.asarray(clf.coef_)))
+    # Fixed: the hint is computed where the rows live, and says what NumPy's says.
+    assert on_numpy and on_device == on_numpy

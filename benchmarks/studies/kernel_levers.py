@@ -72,12 +72,15 @@ def subsample_study(name, X_train, y_train, X_test, y_test):
         first = 0
         if fraction < 1.0:
             rows = order[: int(fraction * len(y_train))]
-            clf._fit_on_features(
-                X_train[rows], y_train[rows], feature_map, mapped[rows]
+            clf._fit(
+                X_train[rows],
+                y_train[rows],
+                premapped=(feature_map, mapped[rows]),
+                check_scale=False,
             )
             first = int(clf.n_iter_)
             clf.set_params(warm_start=True)
-        clf._fit_on_features(X_train, y_train, feature_map, mapped)
+        clf._fit(X_train, y_train, premapped=(feature_map, mapped), check_scale=False)
         cpu = time.process_time() - start
         yield {
             "dataset": name,

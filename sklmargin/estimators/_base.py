@@ -41,6 +41,7 @@ from .._utils.array_api import (
     is_dask,
     numpy_dtype,
     to_device,
+    to_numpy,
 )
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -184,18 +185,17 @@ def _class_mean_closeness(objective, n_classes):
     rows, y = getattr(objective, "X", None), getattr(objective, "y", None)
     if rows is None or y is None or n_classes < 3:
         return None
+    # Summed where the rows live (NumPy, sparse or a device): K x d numbers
+    # come to the host, as for the class-mean start.
+    weights = np.asarray(objective.sw_host, dtype=np.float64)
+    totals = np.bincount(to_numpy(y), weights, minlength=n_classes)
+    if np.any(totals <= 0):
+        return None
     norms = getattr(objective, "norms", None)
-    weights = np.asarray(objective.sw, dtype=np.float64)
     if norms is not None:
-        weights = weights * np.asarray(norms, dtype=np.float64).ravel()
-    means = []
-    for j in range(n_classes):
-        mask = y == j
-        total = objective.sw[mask].sum()
-        if total <= 0:
-            return None
-        means.append(np.asarray(weights[mask] @ rows[mask]).ravel() / total)
-    sizes = np.linalg.norm(np.vstack(means), axis=1)
+        weights = weights * np.asarray(to_numpy(norms), dtype=np.float64).ravel()
+    sums = weighted_class_sums(rows, y, weights, n_classes)
+    sizes = np.linalg.norm(sums / totals[:, None], axis=1)
     return np.array(
         [
             sizes[j] / max(np.median(np.delete(sizes, j)), 1e-300)
