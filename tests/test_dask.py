@@ -308,6 +308,29 @@ def test_bad_input_raises(sync, change, match):
         MarginSoftmaxClassifier().fit(da.from_array(X, chunks=30), y, sample_weight=w)
 
 
+@pytest.mark.parametrize(
+    ("weights", "class_weight"),
+    [
+        (lambda w: np.where(np.arange(len(w)) == 70, np.nan, w), None),
+        (lambda w: np.where(np.arange(len(w)) == 70, np.inf, w), None),
+        (lambda w: np.where(np.arange(len(w)) == 70, -1.0, w), None),
+        (lambda w: 0 * w, None),
+        (lambda w: 0 * w, "balanced"),
+        (lambda w: w, {0: 0.0, 1: 0.0, 2: 0.0}),
+    ],
+)
+def test_weight_errors_are_the_in_memory_ones(sync, weights, class_weight):
+    """The chunks' weight extremes meet the in-memory rule: the same message."""
+    X, y = _data(n=100)
+    w = weights(np.ones(len(y)))
+    clf = MarginSoftmaxClassifier(class_weight=class_weight)
+    with pytest.raises(ValueError) as in_memory:
+        clf.fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError) as on_dask:
+        clf.fit(da.from_array(X, chunks=30), y, sample_weight=w)
+    assert str(on_dask.value) == str(in_memory.value)
+
+
 def test_other_dask_collections_and_shapes_are_rejected(sync):
     X, y = _data(n=60)
     clf = MarginSoftmaxClassifier(random_state=0).fit(*_dask(X, y))
