@@ -331,6 +331,19 @@ def test_weight_errors_are_the_in_memory_ones(sync, weights, class_weight):
     assert str(on_dask.value) == str(in_memory.value)
 
 
+@pytest.mark.parametrize("loss", ["am-softmax", "a-softmax", "softmax"])
+def test_logit_scale_beyond_the_dtype_is_refused_as_in_memory(sync, loss):
+    """float32 logits cannot hold s = 1e37 (times |x| for A-Softmax)."""
+    X, y = _data(n=100)
+    X = X.astype(np.float32)
+    clf = MarginSoftmaxClassifier(loss=loss, s=1e37, max_iter=5)
+    with pytest.raises(ValueError, match="logit scale") as in_memory:
+        clf.fit(X, y)
+    with pytest.raises(ValueError, match="logit scale") as on_dask:
+        clf.fit(*_dask(X, y))
+    assert str(on_dask.value) == str(in_memory.value)
+
+
 def test_other_dask_collections_and_shapes_are_rejected(sync):
     X, y = _data(n=60)
     clf = MarginSoftmaxClassifier(random_state=0).fit(*_dask(X, y))

@@ -93,14 +93,12 @@ def _map_description(feature_map):
         )
     weights = np.asarray(feature_map.random_weights_, dtype=np.float64)
     offset = np.asarray(feature_map.random_offset_, dtype=np.float64)
-    n_odd = offset.shape[0]
-    n_pairs = weights.shape[1] - n_odd
-    n_out = 2 * n_pairs + n_odd
+    n_pairs = weights.shape[1] - offset.shape[0]
     return _FourierDescription(
         pair_weights=weights[:, :n_pairs],
         odd_weights=weights[:, n_pairs:],
         odd_offset=offset,
-        scale=float(np.sqrt(2.0 / n_out)),
+        scale=float(np.sqrt(2.0 / feature_map._n_features_out)),
     )
 
 

@@ -18,7 +18,10 @@ fit's own functions (:func:`~sklmargin.estimators._base.encode_labels`,
    in-memory finisher :func:`~sklmargin.objective._rows.lift_from_statistics`;
 4. the prepared chunks (feature map, lift, unit rows), persisted on the
    workers when they fit in half their memory, else recomputed per
-   evaluation (:mod:`sklmargin.integrations.dask._objective`);
+   evaluation (:mod:`sklmargin.integrations.dask._objective`); for the
+   angle losses their largest row norm (one pass) feeds the in-memory fit's
+   check that the logit scale fits the dtype
+   (:func:`~sklmargin.objective._pointwise.checked_logit_scale`);
 5. :meth:`BaseMarginSoftmax._solve` on a
    :class:`~sklmargin.integrations.dask._objective.DaskMarginObjective`: its
    cold start asks for the class sums of the unit rows (one pass, the
@@ -46,12 +49,14 @@ from ..._utils.validation import (
 from ...estimators._base import encode_labels
 from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
+from ...objective._pointwise import checked_logit_scale
 from ...objective._rows import lift_from_statistics
 from ._cluster import _client, share
 from ._features import fit_feature_map_dask
 from ._objective import (
     DaskMarginObjective,
     chunk_class_sums,
+    chunk_largest_norm,
     chunk_lift_statistics,
     map_chunks,
     ordered_sum,
@@ -307,10 +312,19 @@ def fit_dask(estimator, X, y, sample_weight=None):
         )
     n_rows = n_features + (constant > 0)
     chunks = source.chunks(keep, mapper, margin.uses_angle, constant, n_rows)
+    dtype = np.dtype(getattr(estimator, "compute_dtype_", source.dtype))
+    largest = None
+    if margin.uses_angle:  # the in-memory fit's scale check, at the largest norm
+        import dask
+
+        largest = [max(dask.compute(*map_chunks(chunk_largest_norm, chunks)))]
+    checked_logit_scale(
+        margin, s, largest, np.ones(len(classes)), dtype,
+        "lower s, or scale the data (e.g. StandardScaler)",
+    )  # fmt: skip
     objective = DaskMarginObjective(
         chunks, sw_total, n_rows, constant, len(classes), margin, m, s,
-        estimator.C, estimator.fit_intercept,
-        np.dtype(getattr(estimator, "compute_dtype_", source.dtype)),
+        estimator.C, estimator.fit_intercept, dtype,
     )  # fmt: skip
 
     def softmax_problem():  # plain softmax over the raw feature chunks

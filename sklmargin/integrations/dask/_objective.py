@@ -90,6 +90,11 @@ def chunk_class_sums(chunk, n_classes):
     return weighted_class_sums(chunk.rows.X, chunk.y, chunk.sample_weight, n_classes)
 
 
+def chunk_largest_norm(chunk):
+    """Return the largest lifted row norm of the chunk (the scale check's)."""
+    return float(np.max(chunk.rows.norms, initial=0.0))
+
+
 def chunk_evaluation(chunk, spec, params, state=None, with_gradient=True):
     """``(S_c / S) F_c`` and its gradient, or (``with_gradient=False``) state.
 
