@@ -296,13 +296,18 @@ def test_description_reproduces_decision_function(loss, constant_feature):
     np.testing.assert_allclose(logits, clf.decision_function(X), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("approximation", ["nystroem", "rff"])
-def test_description_of_kernel_estimator(approximation):
+@pytest.mark.parametrize(
+    ("approximation", "metric"),
+    [("nystroem", "diagonal"), ("nystroem", "full"), ("rff", "diagonal")],
+)
+def test_description_of_kernel_estimator(approximation, metric):
     X, y = _data(2, np.float64, seed=5)
     clf = KernelMarginSoftmaxClassifier(
-        n_components=31, kernel_approximation=approximation, random_state=0
-    )
+        n_components=31, kernel_approximation=approximation, metric=metric,
+        random_state=0,
+    )  # fmt: skip
     clf = _fit(clf, X, y)
+    assert clf.input_transform_.ndim == (1 if metric == "diagonal" else 2)
     logits = _logits_from_description(_logit_description(clf), X)
     np.testing.assert_allclose(
         logits[:, 1] - logits[:, 0], clf.decision_function(X), rtol=1e-12, atol=1e-12

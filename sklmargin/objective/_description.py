@@ -231,16 +231,17 @@ def _logit_description(estimator):
 def _logits_from_description(description, X):
     """NumPy evaluation of a description, in float64 (the reference of tests).
 
-    The normalised branch is :func:`~sklmargin.objective._rows.lifted_cosines`,
-    the function fit and predict use.
+    Its arrays go through the functions prediction uses: the learned input
+    transform's :func:`~sklmargin.estimators._metric.apply_input_transform`,
+    the Nyström kernel block and, for the normalised form,
+    :func:`~sklmargin.objective._rows.lifted_cosines`.
     """
+    from ..estimators._metric import apply_input_transform
     from ..features._kernel_block import rbf_kernel_block
     from ._rows import lifted_cosines
 
-    features = np.asarray(X, dtype=np.float64)
-    if description.input_transform is not None:
-        transform = description.input_transform
-        features = features * transform if transform.ndim == 1 else features @ transform
+    X = np.asarray(X, dtype=np.float64)
+    features = apply_input_transform(X, description.input_transform)
     fourier = description.feature_map
     if isinstance(fourier, _NystroemDescription):
         # The maps' kernel block, on rows and centres scaled by sqrt(gamma).
