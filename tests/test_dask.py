@@ -90,6 +90,10 @@ def test_matches_in_memory_fit(sync, Estimator, params):
     proba = fitted.predict_proba(X_dask)
     assert isinstance(proba, da.Array)
     assert_allclose(proba.compute(), expected, rtol=0, atol=1e-6)
+    # The lift: per-chunk statistics, the in-memory finisher.
+    assert fitted.constant_feature_ == pytest.approx(
+        estimator.constant_feature_, rel=1e-12
+    )
 
 
 def test_streamed_chunks_equal_persisted(sync, monkeypatch):
