@@ -42,7 +42,7 @@ LEGACY_MODULES = {
     "sklmargin._dask_features": "sklmargin.integrations.dask._features",
     "sklmargin._dask_objective": "sklmargin.integrations.dask._objective",
     "sklmargin._onnx": "sklmargin.integrations.onnx._export",
-    "sklmargin._onnx_description": "sklmargin.integrations.onnx._description",
+    "sklmargin._onnx_description": "sklmargin.objective._description",
     "sklmargin._skops": "sklmargin.integrations.skops",
     "sklmargin._validation": "sklmargin._utils.validation",
     "sklmargin._compat": "sklmargin._utils.compat",

@@ -90,6 +90,10 @@ def test_matches_in_memory_fit(sync, Estimator, params):
     proba = fitted.predict_proba(X_dask)
     assert isinstance(proba, da.Array)
     assert_allclose(proba.compute(), expected, rtol=0, atol=1e-6)
+    # The lift: per-chunk statistics, the in-memory finisher.
+    assert fitted.constant_feature_ == pytest.approx(
+        estimator.constant_feature_, rel=1e-12
+    )
 
 
 def test_streamed_chunks_equal_persisted(sync, monkeypatch):
@@ -306,6 +310,42 @@ def test_bad_input_raises(sync, change, match):
     X, y, w = change(X, y, np.ones(len(y)))
     with pytest.raises(ValueError, match=match):
         MarginSoftmaxClassifier().fit(da.from_array(X, chunks=30), y, sample_weight=w)
+
+
+@pytest.mark.parametrize(
+    ("weights", "class_weight"),
+    [
+        (lambda w: np.where(np.arange(len(w)) == 70, np.nan, w), None),
+        (lambda w: np.where(np.arange(len(w)) == 70, np.inf, w), None),
+        (lambda w: np.where(np.arange(len(w)) == 70, -1.0, w), None),
+        (lambda w: 0 * w, None),
+        (lambda w: 0 * w, "balanced"),
+        (lambda w: w, {0: 0.0, 1: 0.0, 2: 0.0}),
+    ],
+)
+def test_weight_errors_are_the_in_memory_ones(sync, weights, class_weight):
+    """The chunks' weight extremes meet the in-memory rule: the same message."""
+    X, y = _data(n=100)
+    w = weights(np.ones(len(y)))
+    clf = MarginSoftmaxClassifier(class_weight=class_weight)
+    with pytest.raises(ValueError) as in_memory:
+        clf.fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError) as on_dask:
+        clf.fit(da.from_array(X, chunks=30), y, sample_weight=w)
+    assert str(on_dask.value) == str(in_memory.value)
+
+
+@pytest.mark.parametrize("loss", ["am-softmax", "a-softmax", "softmax"])
+def test_logit_scale_beyond_the_dtype_is_refused_as_in_memory(sync, loss):
+    """float32 logits cannot hold s = 1e37 (times |x| for A-Softmax)."""
+    X, y = _data(n=100)
+    X = X.astype(np.float32)
+    clf = MarginSoftmaxClassifier(loss=loss, s=1e37, max_iter=5)
+    with pytest.raises(ValueError, match="logit scale") as in_memory:
+        clf.fit(X, y)
+    with pytest.raises(ValueError, match="logit scale") as on_dask:
+        clf.fit(*_dask(X, y))
+    assert str(on_dask.value) == str(in_memory.value)
 
 
 def test_other_dask_collections_and_shapes_are_rejected(sync):

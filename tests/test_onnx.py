@@ -22,11 +22,11 @@ from sklmargin import (
     RandomFourierFeatures,
     registered_margins,
 )
-from sklmargin.integrations.onnx._description import (
+from sklmargin.losses._additive import AMSoftmax
+from sklmargin.objective._description import (
     _logit_description,
     _logits_from_description,
 )
-from sklmargin.losses._additive import AMSoftmax
 
 LOSSES = [margin.name for margin in registered_margins()]
 COSINE_LOSSES = [margin.name for margin in registered_margins() if margin.normalizes_X]
@@ -296,9 +296,18 @@ def test_description_reproduces_decision_function(loss, constant_feature):
     np.testing.assert_allclose(logits, clf.decision_function(X), rtol=1e-12, atol=1e-12)
 
 
-def test_description_of_kernel_estimator():
+@pytest.mark.parametrize(
+    ("approximation", "metric"),
+    [("nystroem", "diagonal"), ("nystroem", "full"), ("rff", "diagonal")],
+)
+def test_description_of_kernel_estimator(approximation, metric):
     X, y = _data(2, np.float64, seed=5)
-    clf = _fit(KernelMarginSoftmaxClassifier(n_components=31, random_state=0), X, y)
+    clf = KernelMarginSoftmaxClassifier(
+        n_components=31, kernel_approximation=approximation, metric=metric,
+        random_state=0,
+    )  # fmt: skip
+    clf = _fit(clf, X, y)
+    assert clf.input_transform_.ndim == (1 if metric == "diagonal" else 2)
     logits = _logits_from_description(_logit_description(clf), X)
     np.testing.assert_allclose(
         logits[:, 1] - logits[:, 0], clf.decision_function(X), rtol=1e-12, atol=1e-12

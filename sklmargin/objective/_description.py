@@ -2,16 +2,23 @@
 
 :func:`_logit_description` is the one place that reads the estimators' fitted
 attributes for export and for the learned metric's input gradients
-(:mod:`sklmargin.estimators._metric`); :func:`_logits_from_description`
-evaluates it with NumPy in the graph's arithmetic, the reference of the tests.
-The graph itself is built in :mod:`sklmargin.integrations.onnx._export`, whose
-module docstring gives the formula. Core code imports it, so it lives here and
-not with the ONNX integration (a NumPy fit loads no integration).
+(:mod:`sklmargin.estimators._metric`). It is prediction's formula
+(:func:`~sklmargin.objective._linear.margin_free_logits`) in the folded form
+a graph needs, not a copy of it: the scale is read off the margin's own
+``logit_scale`` and folded, with ``1 / |w_j|``, into one matrix.
+:func:`_logits_from_description` evaluates the description's arrays (never
+the fitted attributes, or its test against ``decision_function`` would
+compare prediction with itself) with the kernels prediction uses
+(:func:`~sklmargin.objective._rows.lifted_cosines`,
+:func:`~sklmargin.features._kernel_block.rbf_kernel_block`): the NumPy
+reference of the graph, built in :mod:`sklmargin.integrations.onnx._export`,
+whose module docstring gives the formula. The learned metric reads the
+description during a NumPy fit, which loads no integration: so it lives here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -86,14 +93,12 @@ def _map_description(feature_map):
         )
     weights = np.asarray(feature_map.random_weights_, dtype=np.float64)
     offset = np.asarray(feature_map.random_offset_, dtype=np.float64)
-    n_odd = offset.shape[0]
-    n_pairs = weights.shape[1] - n_odd
-    n_out = 2 * n_pairs + n_odd
+    n_pairs = weights.shape[1] - offset.shape[0]
     return _FourierDescription(
         pair_weights=weights[:, :n_pairs],
         odd_weights=weights[:, n_pairs:],
         odd_offset=offset,
-        scale=float(np.sqrt(2.0 / n_out)),
+        scale=float(np.sqrt(2.0 / feature_map._n_features_out)),
     )
 
 
@@ -152,17 +157,15 @@ def _scale_factors(margin, s, w_norm):
         "constant": np.broadcast_to(factors, scale.shape),
         "row": _PROBE_NORMS[:, None] * factors,
     }
-    for form, expected in candidates.items():
-        if np.all(np.isfinite(factors)) and np.allclose(
-            scale, expected, rtol=1e-12, atol=0.0
-        ):
-            return form, factors
-    first_miss = {
-        form: _PROBE_NORMS[
-            np.argmin(np.all(np.isclose(scale, expected, rtol=1e-12, atol=0), axis=1))
-        ]
+    # Per probe norm: does the form hold (to rounding) at every class?
+    holds = {
+        form: np.all(np.isclose(scale, expected, rtol=1e-12, atol=0.0), axis=1)
         for form, expected in candidates.items()
     }
+    for form, at_every_norm in holds.items():
+        if np.all(np.isfinite(factors)) and np.all(at_every_norm):
+            return form, factors
+    first_miss = {form: _PROBE_NORMS[np.argmin(at)] for form, at in holds.items()}
     raise NotImplementedError(
         "ONNX export supports logit scales that are, at the fitted prototypes, "
         "constant or proportional to the row norm |x| (s, s |x|, |x| |w_j|); "
@@ -188,80 +191,63 @@ def _logit_description(estimator):
     """
     from sklearn.utils.validation import check_is_fitted
 
-    check_is_fitted(estimator)
-    transform = getattr(estimator, "input_transform_", None)
-    return replace(
-        _logits_description(estimator),
-        input_transform=None if transform is None else np.asarray(transform, float),
-    )
-
-
-def _logits_description(estimator):
-    """:func:`_logit_description` of the logits of the mapped rows (no metric)."""
     from ._rows import TINY_NORM
 
+    check_is_fitted(estimator)
     margin = estimator.margin_
     feature_map = getattr(estimator, "feature_map_", None)
-    fourier = None if feature_map is None else _map_description(feature_map)
+    transform = getattr(estimator, "input_transform_", None)
     coef = np.asarray(estimator.coef_, dtype=np.float64)
     bias = np.asarray(estimator.intercept_, dtype=np.float64)
-    n_classes = coef.shape[0]
+    inner_bias, lift = np.zeros(coef.shape[0]), 0.0
     if not margin.uses_angle:  # raw inner products times a constant scale
-        _, factors = _scale_factors(margin, estimator.s_, None)
-        return _LogitDescription(
-            fourier, coef.T * factors, bias, False, np.zeros(n_classes), 0.0, 0.0
+        form, per_class = "linear", _scale_factors(margin, estimator.s_, None)[1]
+    else:
+        lift = float(estimator.constant_feature_)
+        constant_coef = np.asarray(estimator.constant_coef_, dtype=np.float64)
+        w_norm = np.maximum(
+            np.sqrt(np.sum(coef**2, axis=1) + constant_coef**2), float(TINY_NORM)
         )
-    c = float(estimator.constant_feature_)
-    constant_coef = np.asarray(estimator.constant_coef_, dtype=np.float64)
-    w_norm = np.maximum(
-        np.sqrt(np.sum(coef**2, axis=1) + constant_coef**2), float(TINY_NORM)
-    )
-    inner_bias = c * constant_coef if c > 0 else np.zeros(n_classes)
-    form, factors = _scale_factors(margin, estimator.s_, w_norm)
-    per_class = factors / w_norm
-    if form == "constant":  # s [x, c].[w, w_c] / (|[x, c]| |w|) + b
-        return _LogitDescription(
-            feature_map=fourier,
-            matrix=coef.T * per_class,
-            bias=bias,
-            normalise=True,
-            inner_bias=inner_bias * per_class,
-            lift=c,
-            tiny=float(TINY_NORM),
-        )
-    # |x| cancels against the cosine's denominator: linear in x.
+        if lift > 0:
+            inner_bias = lift * constant_coef
+        form, factors = _scale_factors(margin, estimator.s_, w_norm)
+        per_class = factors / w_norm
+        inner_bias = inner_bias * per_class
+    # "constant": s [x, c].[w, w_c] / (|[x, c]| |w|) + b; otherwise no row
+    # norm (none, or |x| cancels against the cosine's): linear in x.
+    normalise = form == "constant"
     return _LogitDescription(
-        feature_map=fourier,
+        feature_map=None if feature_map is None else _map_description(feature_map),
         matrix=coef.T * per_class,
-        bias=bias + inner_bias * per_class,
-        normalise=False,
-        inner_bias=np.zeros(n_classes),
-        lift=0.0,
-        tiny=0.0,
+        bias=bias if normalise else bias + inner_bias,
+        normalise=normalise,
+        inner_bias=inner_bias if normalise else np.zeros_like(inner_bias),
+        lift=lift if normalise else 0.0,
+        tiny=float(TINY_NORM) if normalise else 0.0,
+        input_transform=None if transform is None else np.asarray(transform, float),
     )
 
 
 def _logits_from_description(description, X):
     """NumPy evaluation of a description, in float64 (the reference of tests).
 
-    The normalised branch is :func:`~sklmargin.objective._rows.lifted_cosines`,
-    the function fit and predict use.
+    Its arrays go through the functions prediction uses: the learned input
+    transform's :func:`~sklmargin.estimators._metric.apply_input_transform`,
+    the Nyström kernel block and, for the normalised form,
+    :func:`~sklmargin.objective._rows.lifted_cosines`.
     """
+    from ..estimators._metric import apply_input_transform
+    from ..features._kernel_block import rbf_kernel_block
     from ._rows import lifted_cosines
 
-    features = np.asarray(X, dtype=np.float64)
-    if description.input_transform is not None:
-        transform = description.input_transform
-        features = features * transform if transform.ndim == 1 else features @ transform
+    X = np.asarray(X, dtype=np.float64)
+    features = apply_input_transform(X, description.input_transform)
     fourier = description.feature_map
     if isinstance(fourier, _NystroemDescription):
+        # The maps' kernel block, on rows and centres scaled by sqrt(gamma).
         scaled = (features - fourier.offset) * fourier.root_gamma
-        squared = (
-            np.einsum("ij,ij->i", scaled, scaled)[:, None]
-            + fourier.centre_squares[None, :]
-            - 2.0 * scaled @ fourier.centres
-        )
-        features = np.exp(-np.maximum(squared, 0.0)) @ fourier.normalization
+        kernel = rbf_kernel_block(scaled, fourier.centres.T, 1.0)
+        features = kernel @ fourier.normalization
     elif fourier is not None:
         pairs = features @ fourier.pair_weights
         odd = features @ fourier.odd_weights + fourier.odd_offset

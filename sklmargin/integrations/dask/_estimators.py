@@ -7,17 +7,25 @@ the workers, the results reduced on the client and fed to the in-memory
 fit's own functions (:func:`~sklmargin.estimators._base.encode_labels`,
 :meth:`BaseMarginSoftmax._solve`):
 
-1. labels, weight totals per class and input checks (one pass);
+1. labels, weight totals per class and the weights' extremes (one pass),
+   checked and encoded on the client by the in-memory functions (labels,
+   weights, ``class_weight``), so a bad input raises the in-memory message;
 2. for the kernel estimator with ``gamma="scale"``, the weighted variance of
    all entries (two passes, centred as in the in-memory fit); the feature map
    is then fitted on the client (:mod:`sklmargin.integrations.dask._features`);
-3. the lift's weighted RMS of the feature rows (one pass, if lifted);
+3. the lift (one pass, if lifted): each chunk's
+   :func:`~sklmargin.objective._rows.lift_statistics`, combined by the
+   in-memory finisher :func:`~sklmargin.objective._rows.lift_from_statistics`;
 4. the prepared chunks (feature map, lift, unit rows), persisted on the
    workers when they fit in half their memory, else recomputed per
-   evaluation (:mod:`sklmargin.integrations.dask._objective`);
+   evaluation (:mod:`sklmargin.integrations.dask._objective`); for the
+   angle losses their largest row norm (one pass) feeds the in-memory fit's
+   check that the logit scale fits the dtype
+   (:func:`~sklmargin.objective._pointwise.checked_logit_scale`);
 5. :meth:`BaseMarginSoftmax._solve` on a
    :class:`~sklmargin.integrations.dask._objective.DaskMarginObjective`: its
-   cold start asks for the class sums of the unit rows (one pass) or, for
+   cold start asks for the class sums of the unit rows (one pass, the
+   in-memory sums per chunk, added in chunk order) or, for
    L-Softmax, the plain-softmax problem over the raw feature chunks, itself
    distributed; the bias problem and the continuation are the in-memory ones.
 
@@ -31,7 +39,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import assert_all_finite
 
 from ..._utils.array_api import is_dask
 from ..._utils.validation import (
@@ -41,13 +49,17 @@ from ..._utils.validation import (
 from ...estimators._base import encode_labels
 from ...estimators._metric import apply_input_transform
 from ...losses._additive import Softmax
+from ...objective._pointwise import checked_logit_scale
+from ...objective._rows import lift_from_statistics
 from ._cluster import _client, share
 from ._features import fit_feature_map_dask
 from ._objective import (
     DaskMarginObjective,
+    chunk_class_sums,
+    chunk_largest_norm,
     chunk_lift_statistics,
-    chunk_start_statistics,
     map_chunks,
+    ordered_sum,
     prepare_chunk,
 )
 
@@ -59,19 +71,19 @@ persist_chunks = None
 
 # -- worker-side helpers -----------------------------------------------------
 def _chunk_labels(X, y, sample_weight):
-    """Check one chunk; its distinct labels and their weight totals."""
-    if not np.all(np.isfinite(X)):
-        raise ValueError("Input X contains NaN or infinity.")
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
-    if sample_weight is None:
-        sample_weight = np.ones(X.shape[0])
-    elif not np.all(np.isfinite(sample_weight)):
-        raise ValueError("sample_weight must be finite; it contains NaN or infinity.")
-    elif np.any(sample_weight < 0):
-        raise ValueError("Negative values in data passed to sample_weight.")
+    """Check one chunk's rows; its labels, their weight totals, the weights' extremes.
+
+    The extremes (smallest and largest weight, NaN if any is NaN) let the
+    client check every weight with the in-memory rule
+    (:func:`~sklmargin._utils.validation.check_weights`): all are finite and
+    non-negative exactly when the extremes are, and they sum to a positive
+    number exactly when the largest extreme is positive.
+    """
+    assert_all_finite(X, input_name="X")
+    weights = np.ones(1) if sample_weight is None else sample_weight
     labels, inverse = np.unique(y, return_inverse=True)
-    return labels, np.bincount(inverse.ravel(), sample_weight, len(labels))
+    totals = np.bincount(inverse.ravel(), sample_weight, len(labels))
+    return labels, totals, (np.min(weights), np.max(weights))
 
 
 def _encode(y, sample_weight, classes, factors):
@@ -91,8 +103,8 @@ def _prepare(X, encoded, mapper, normalize, constant):
     return prepare_chunk(X, *encoded, mapper, normalize, constant)
 
 
-def _lift(X, encoded, mapper):
-    return chunk_lift_statistics(X, encoded[1], mapper)
+def _on_chunk(X, encoded, function, *args):
+    return function(X, encoded[1], *args)
 
 
 def _call(estimator, method, X):
@@ -201,11 +213,12 @@ class _Source:
         columns = (self.y_blocks, self.w_blocks)
         self.encoded = _delayed_map(_encode, columns, share(classes), share(factors))
 
-    def lift_statistics(self, mapper):
+    def per_chunk(self, function, *args):
+        """``function(rows, weights, *args)`` on every chunk, computed together."""
         import dask
 
         columns = (self.x_blocks, self.encoded)
-        return dask.compute(*_delayed_map(_lift, columns, mapper))
+        return dask.compute(*_delayed_map(_on_chunk, columns, function, *args))
 
     def chunks(self, keep, mapper, normalize, constant, n_features):
         import dask
@@ -240,50 +253,30 @@ def _fit_input_transform(estimator, X, y, sample_weight, classes, factors):
 
 
 def _classes_and_weights(source, class_weight):
-    """Classes, ``class_weight`` factors, effective class and chunk totals."""
-    labels = [labels for labels, _ in source.chunk_totals]
+    """Classes, ``class_weight`` factors, effective class and chunk totals.
+
+    The in-memory fit's label and weight checks, on what the chunks reported:
+    :func:`~sklmargin.estimators._base.encode_labels` on their distinct
+    labels, the weight rule on their weights' extremes, and
+    :func:`~sklmargin._utils.validation.class_weight_factors` on the classes
+    as pseudo-samples weighted by their totals (so "balanced" reads the
+    in-memory fit's weighted totals).
+    """
+    labels, chunk_totals, extremes = zip(*source.chunk_totals, strict=True)
     classes = encode_labels(np.concatenate(labels))[0]
+    _check_weight_values(np.asarray(extremes, dtype=np.float64), "sample_weight")
     per_chunk = np.zeros((len(labels), len(classes)))
-    for row, (chunk_labels, totals) in enumerate(source.chunk_totals):
-        per_chunk[row, np.searchsorted(classes, chunk_labels)] = totals
+    for row, chunk_labels in enumerate(labels):
+        per_chunk[row, np.searchsorted(classes, chunk_labels)] = chunk_totals[row]
     totals = per_chunk.sum(axis=0)
-    # The classes as pseudo-samples weighted by their totals: "balanced" then
-    # reads the same weighted totals as the in-memory fit.
     factors = class_weight_factors(
         class_weight, classes, np.arange(len(classes)), totals
     )
     if factors is not None:
         per_chunk = per_chunk * factors
-    chunk_sums = per_chunk.sum(axis=1)
-    name = "sample_weight" if factors is None else "sample_weight * class_weight"
-    _check_weight_values(chunk_sums, name)  # a positive total (the rest per chunk)
-    return classes, factors, per_chunk.sum(axis=0), chunk_sums
-
-
-def _lift_constant(source, mapper, n_features, sw_total, constant_feature):
-    """:func:`~sklmargin.objective._rows.lift_constant` from per-chunk statistics."""
-    if not constant_feature:
-        return 0.0
-    stats = np.array(source.lift_statistics(mapper), dtype=np.float64).reshape(-1, 2)
-    peak = float(stats[:, 0].max(initial=0.0))
-    if not peak > 0:
-        return float(constant_feature)
-    mean_square = float(stats[:, 1] @ (stats[:, 0] / peak) ** 2) / (
-        sw_total * max(n_features, 1)
-    )
-    return float(constant_feature) * peak * float(np.sqrt(mean_square))
-
-
-def _class_sums(objective):
-    import dask
-
-    parts = dask.compute(
-        *map_chunks(chunk_start_statistics, objective.chunks, objective.n_classes)
-    )
-    sums = np.zeros((objective.n_classes, objective.n_features))
-    for chunk_sums, _ in parts:  # in chunk order: reproducible
-        sums += chunk_sums
-    return sums
+        # A positive total (the entries are checked above).
+        _check_weight_values(per_chunk.sum(axis=1), "sample_weight * class_weight")
+    return classes, factors, per_chunk.sum(axis=0), per_chunk.sum(axis=1)
 
 
 def fit_dask(estimator, X, y, sample_weight=None):
@@ -311,17 +304,27 @@ def fit_dask(estimator, X, y, sample_weight=None):
     n_features = fit_feature_map_dask(estimator, source, sw_total)
     mapper = share(estimator._map_features)
 
-    constant = (
-        _lift_constant(source, mapper, n_features, sw_total, estimator.constant_feature)
-        if margin.normalizes_X
-        else 0.0
-    )
+    constant = 0.0
+    if margin.normalizes_X and estimator.constant_feature:  # one pass: the lift
+        statistics = source.per_chunk(chunk_lift_statistics, mapper)
+        constant = lift_from_statistics(
+            statistics, sw_total, n_features, estimator.constant_feature
+        )
     n_rows = n_features + (constant > 0)
     chunks = source.chunks(keep, mapper, margin.uses_angle, constant, n_rows)
+    dtype = np.dtype(getattr(estimator, "compute_dtype_", source.dtype))
+    largest = None
+    if margin.uses_angle:  # the in-memory fit's scale check, at the largest norm
+        import dask
+
+        largest = [max(dask.compute(*map_chunks(chunk_largest_norm, chunks)))]
+    checked_logit_scale(
+        margin, s, largest, np.ones(len(classes)), dtype,
+        "lower s, or scale the data (e.g. StandardScaler)",
+    )  # fmt: skip
     objective = DaskMarginObjective(
         chunks, sw_total, n_rows, constant, len(classes), margin, m, s,
-        estimator.C, estimator.fit_intercept,
-        np.dtype(getattr(estimator, "compute_dtype_", source.dtype)),
+        estimator.C, estimator.fit_intercept, dtype,
     )  # fmt: skip
 
     def softmax_problem():  # plain softmax over the raw feature chunks
@@ -331,40 +334,32 @@ def fit_dask(estimator, X, y, sample_weight=None):
             estimator.fit_intercept,
         )  # fmt: skip
 
-    return estimator._solve(
-        objective, lambda_min, totals, lambda: _class_sums(objective), softmax_problem
-    )
+    def class_sums():  # the chunks' class sums, added in chunk order
+        return ordered_sum(map_chunks(chunk_class_sums, chunks, len(classes)))
+
+    return estimator._solve(objective, lambda_min, totals, class_sums, softmax_problem)
 
 
 def predict_dask(estimator, method, X):
     """``estimator.method`` applied per row chunk: a lazy dask array.
 
     Each chunk runs the in-memory method on its worker, so the results are the
-    in-memory ones, chunk by chunk.
+    in-memory ones, chunk by chunk. The method first runs on one row of zeros
+    on the client: its own checks (fitted, number of features) raise there,
+    and its result gives the chunks' trailing shape and dtype.
     """
     import dask
     import dask.array as da
 
-    check_is_fitted(estimator)
     X = _check_X(X)
-    if X.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
-            f"expecting {estimator.n_features_in_} features as input."
-        )
-    n_classes = len(estimator.classes_)
-    one_column = method in ("predict", "score_samples") or (
-        method == "decision_function" and n_classes == 2
-    )
-    dtype = {"predict": estimator.classes_.dtype, "score_samples": np.float64}
-    dtype = dtype.get(method, X.dtype)
+    probe = getattr(estimator, method)(np.zeros((1, X.shape[1]), X.dtype))
     shared = share(estimator)
     task = dask.delayed(_call, pure=False)
     parts = [
         da.from_delayed(
             task(shared, method, block),
-            shape=(size,) if one_column else (size, n_classes),
-            dtype=dtype,
+            shape=(size, *probe.shape[1:]),
+            dtype=probe.dtype,
         )
         for block, size in zip(X.to_delayed().ravel(), X.chunks[0], strict=True)
     ]

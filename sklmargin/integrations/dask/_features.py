@@ -46,19 +46,6 @@ from ._cluster import share
 _GATHER_BYTES = 256 * 2**20
 
 
-def _on_chunk(X, encoded, function, *args):
-    return function(X, encoded[1], *args)
-
-
-def _per_chunk(source, function, *args):
-    """``function(rows, weights, *args)`` on every chunk, computed together."""
-    import dask
-
-    task = dask.delayed(_on_chunk, pure=False)
-    chunks = zip(source.x_blocks, source.encoded, strict=True)
-    return dask.compute(*[task(x, e, function, *args) for x, e in chunks])
-
-
 def _chunk_rows(X, weights, wanted):
     """Return the chunk's rows whose hash is in ``wanted`` (sorted), and where."""
     hashes, _, index = distinct_row_hashes(X, weights)
@@ -74,8 +61,8 @@ def _gamma(estimator, source, sw_total):
     if estimator.gamma != "scale":
         return float(estimator.gamma)
     total_weight = sw_total * source.n_features_in
-    mean = sum(_per_chunk(source, weighted_sum)) / total_weight
-    squares = sum(_per_chunk(source, weighted_sum, mean))
+    mean = sum(source.per_chunk(weighted_sum)) / total_weight
+    squares = sum(source.per_chunk(weighted_sum, mean))
     variance = round_off_floor(squares / total_weight, mean)
     return gamma_from_variance(variance, source.n_features_in)
 
@@ -87,7 +74,7 @@ def _hash_weights(X, weights):
 
 def _distinct_row_weights(source):
     """Hashes of the distinct positive-weight rows (sorted) and their weights."""
-    hashes, weights = zip(*_per_chunk(source, _hash_weights), strict=True)
+    hashes, weights = zip(*source.per_chunk(_hash_weights), strict=True)
     hashes, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
     weights = np.bincount(inverse.ravel(), np.concatenate(weights), hashes.shape[0])
     return hashes, weights
@@ -96,7 +83,7 @@ def _distinct_row_weights(source):
 def _fetch_rows(source, wanted):
     """Fetch the rows whose hashes are ``wanted`` (sorted), in that order."""
     rows = np.empty((len(wanted), source.n_features_in), dtype=source.dtype)
-    for position, chunk_rows in _per_chunk(source, _chunk_rows, share(wanted)):
+    for position, chunk_rows in source.per_chunk(_chunk_rows, share(wanted)):
         rows[position] = chunk_rows  # copies of a row are equal: any will do
     return rows
 

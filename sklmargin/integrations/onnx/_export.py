@@ -106,15 +106,21 @@ def _input_dtype(variable):
     return dtype
 
 
+def _row_squares(graph, values, width):
+    """``sum_j values[i, j]^2`` as an (n, 1) column, at any opset.
+
+    ``(v * v) @ ones``: a MatMul is valid at every opset (ReduceSumSquare
+    moved its axes to an input in opset 18).
+    """
+    squares = graph.node("Mul", [values, values])
+    return graph.node("MatMul", [squares, graph.const("ones", np.ones((width, 1)))])
+
+
 def _nystroem_graph(graph, nystroem, X):
     """Nodes of the Nyström features; returns the name of the result."""
     scaled = graph.node("Sub", [X, graph.const("offset", nystroem.offset)])
     scaled = graph.node("Mul", [scaled, graph.const("root", nystroem.root_gamma)])
-    n_features = nystroem.offset.shape[0]
-    squares = graph.node("Mul", [scaled, scaled])
-    row_squares = graph.node(
-        "MatMul", [squares, graph.const("ones_x", np.ones((n_features, 1)))]
-    )
+    row_squares = _row_squares(graph, scaled, nystroem.offset.shape[0])
     cross = graph.node("MatMul", [scaled, graph.const("centres", nystroem.centres)])
     cross = graph.node("Mul", [cross, graph.const("minus_two", -2.0)])
     squared = graph.node("Add", [cross, row_squares])
@@ -177,13 +183,7 @@ def _normalised_logits_graph(graph, description, features):
             "Mul", [inverse, graph.const("inner", description.inner_bias)]
         )
         raw = graph.node("Add", [raw, inner])
-    # |phi / p|^2 as (phi * phi) @ ones: a MatMul, valid at every opset
-    # (ReduceSumSquare moved its axes to an input in opset 18).
-    n_mapped = description.matrix.shape[0]
-    squares = graph.node("Mul", [scaled, scaled])
-    sq_norm = graph.node(
-        "MatMul", [squares, graph.const("ones", np.ones((n_mapped, 1)))]
-    )
+    sq_norm = _row_squares(graph, scaled, description.matrix.shape[0])  # |phi/p|^2
     if lift > 0:  # + (c / p)^2, with c / p <= 1
         lift_scaled = graph.node("Mul", [inverse, graph.const("lift", lift)])
         sq_norm = graph.node(
