@@ -15,7 +15,7 @@ from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
-from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
+from ._cv_base import _BaseMarginSoftmaxCV, _valid_values, store_params
 
 _SHARED_PARAMS_DOC = """
     ss : array-like of float, default=None
@@ -170,17 +170,6 @@ max_iter, tol
     )
 
     _estimator_class = MarginSoftmaxClassifier
-    _estimator_params = (
-        "t",
-        "C",
-        "lambda_min",
-        "constant_feature",
-        "fit_intercept",
-        "class_weight",
-        "max_iter",
-        "tol",
-        "random_state",
-    )
 
     def __init__(
         self,
@@ -204,25 +193,7 @@ max_iter, tol
         random_state=None,
         verbose=0,
     ):
-        self.loss = loss
-        self.ss = ss
-        self.ms = ms
-        self.Cs = Cs
-        self.cv = cv
-        self.scoring = scoring
-        self.calibrate = calibrate
-        self.t = t
-        self.C = C
-        self.lambda_min = lambda_min
-        self.constant_feature = constant_feature
-        self.fit_intercept = fit_intercept
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.refit = refit
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
 
 class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
@@ -310,21 +281,6 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     _estimator_class = KernelMarginSoftmaxClassifier
     _map_params = ("gamma",)
     _warm_refit = False
-    _estimator_params = (
-        "t",
-        "C",
-        "lambda_min",
-        "n_components",
-        "kernel_approximation",
-        "centres",
-        "compute_dtype",
-        "constant_feature",
-        "fit_intercept",
-        "class_weight",
-        "max_iter",
-        "tol",
-        "random_state",
-    )
     _parameter_constraints: dict = {
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "gammas": ["array-like", None],
@@ -370,45 +326,12 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         random_state=None,
         verbose=0,
     ):
-        self.loss = loss
-        self.gammas = gammas
-        self.ss = ss
-        self.ms = ms
-        self.Cs = Cs
-        self.cv = cv
-        self.scoring = scoring
-        self.calibrate = calibrate
-        self.t = t
-        self.C = C
-        self.lambda_min = lambda_min
-        self.n_components = n_components
-        self.kernel_approximation = kernel_approximation
-        self.centres = centres
-        self.metric = metric
-        self.metric_steps = metric_steps
-        self.compute_dtype = compute_dtype
-        self.constant_feature = constant_feature
-        self.fit_intercept = fit_intercept
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.refit = refit
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _base_estimator(self):
         # The folds and the refit see rows the metric already transformed
         # (_metric_rows): they learn none of their own.
         return super()._base_estimator().set_params(metric=None)
-
-    def _metric_learner(self):
-        return self._estimator_class(
-            loss=self.loss,
-            metric=self.metric,
-            metric_steps=self.metric_steps,
-            **{name: getattr(self, name) for name in self._estimator_params},
-        )
 
     def _metric_rows(self, X, y_encoded, sample_weight, namespace):
         """Learn the input metric once on all rows; the search runs on them.
@@ -419,7 +342,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         """
         if self.metric is None:
             return X, None
-        learner = self._metric_learner()
+        learner = super()._base_estimator()  # with this search's metric
         weights = check_sample_and_class_weight(
             sample_weight, self.class_weight, self.classes_, y_encoded, X.shape[0]
         )
@@ -430,7 +353,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
 
     def _attach_metric(self, model, transform, namespace):
         """Give a fitted model (refit or fold) the transform its rows had."""
-        model.set_params(metric=self.metric, metric_steps=self.metric_steps)
+        model.set_params(metric=self.metric)
         model._set_input_transform(transform)
         if namespace is not None:
             from ..estimators._device import move_fitted_to_device
@@ -446,7 +369,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     def _extra_grids(self, X, sample_weight):
         scale = scale_gamma(X, sample_weight)
         if self.gammas is None:
-            return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
+            return {"gamma": tuple(float(f * scale) for f in _GAMMA_FACTORS)}
         gammas = _valid_values(
             tuple(self.gammas),
             _check_gamma,
@@ -456,7 +379,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
             domain='RBF widths ("scale" or finite positive floats)',
         )
         resolved = (scale if g == "scale" else g for g in gammas)
-        return ["gamma"], [tuple(dict.fromkeys(float(g) for g in resolved))]
+        return {"gamma": tuple(dict.fromkeys(float(g) for g in resolved))}
 
 
 #: Default kernel width grid, multiples of gamma="scale" (see ``gammas``).
