@@ -1,15 +1,21 @@
-"""The public cross-validated estimators.
+"""The public cross-validated estimators: their signatures, grids and docs.
 
-The machinery is in :mod:`sklmargin.model_selection._cv_base`.
+Each class declares its ``__init__`` (scikit-learn reads the parameters from
+the signature; :func:`~sklmargin.model_selection._cv_base.store_params`
+stores them verbatim) and its estimator class. Every parameter it shares with
+that estimator is validated by the estimator's own constraints and passed on
+(:meth:`_BaseMarginSoftmaxCV._shared_params`). The parameter descriptions the
+two classes share are written once (``_SHARED_PARAMS_DOC``,
+``_RUN_PARAMS_DOC``, ``_ATTRIBUTES_DOC``). The kernel search adds the
+``gamma`` axis (mapped once per fold), its own default ``s`` path and the
+input metric learned once before the search. The search itself is
+:mod:`sklmargin.model_selection._cv_base`.
 """
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 
-from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
@@ -284,8 +290,6 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     _parameter_constraints: dict = {
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "gammas": ["array-like", None],
-        "metric": [StrOptions({"diagonal", "full"}), None],
-        "metric_steps": [Interval(Integral, 1, None, closed="left")],
     }
     # Searches saved before issue 17 (d6c350a) have no ``compute_dtype`` and
     # ``centres`` (sklmargin._utils.legacy_state): centres its default, and the

@@ -5,7 +5,8 @@ fold, and each margin ``m`` (and kernel width ``gamma``), one warm-started
 *path* over the logit scale ``s`` in ascending order -- descending
 regularisation, as ``LogisticRegressionCV``'s path over ascending ``C``. Each
 fit starts from the previous solution, so a long path costs little more than a
-few cold fits. Folds and grid rows run in parallel through joblib.
+few cold fits. Each fold, at each kernel width, is one joblib job
+(:mod:`sklmargin.model_selection._cv_path`).
 
 The out-of-fold margin-free logits at the chosen point come for free and fit a
 temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
@@ -56,7 +57,7 @@ from ..losses._registry import get_margin
 from ..openset._scores import CVOpenSetScoreMixin
 from ._calibration import fit_temperature
 from ._cv_path import PathGrid, check_folds, fit_fold, full_class_logits, point_label
-from ._edges import GRID_PARAMS, warn_grid_edges
+from ._edges import warn_grid_edges
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
 #: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
@@ -157,9 +158,10 @@ class _BaseMarginSoftmaxCV(
     """Path, folds, selection and temperature shared by the two CV estimators.
 
     Subclasses define ``_estimator_class`` and ``__init__``: the parameters
-    the two share (but ``verbose``) are passed to the inner estimator; grid
-    axes before ``m`` come from ``_extra_grids``, those that change the
-    feature map (mapped once per fold) are named in ``_map_params``.
+    the two share (:meth:`_shared_params`) are validated as the estimator
+    validates them and passed to it. Grid axes before ``m`` come from
+    ``_extra_grids``; those that change the feature map (mapped once per
+    fold) are named in ``_map_params``.
     """
 
     _estimator_class: type
@@ -180,15 +182,30 @@ class _BaseMarginSoftmaxCV(
         "verbose": ["verbose"],
     }
 
-    def _base_estimator(self):
-        """Return the inner estimator, with every parameter the search shares.
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The parameters passed on to the estimator are validated as it
+        # validates them, before the search starts (and named as the search's).
+        inner = cls._estimator_class._parameter_constraints
+        cls._parameter_constraints = {
+            **{name: inner[name] for name in cls._shared_params()},
+            **cls._parameter_constraints,
+        }
 
-        ``verbose`` stays the search's (one line per fold and grid point).
+    @classmethod
+    def _shared_params(cls):
+        """Names passed on to the estimator: those it shares, but ``verbose``.
+
+        The search's ``verbose`` prints one line per fold and grid point.
         """
-        params = self.get_params(deep=False)
-        shared = set(self._estimator_class._get_param_names()) & set(params)
+        shared = set(cls._get_param_names()) & set(
+            cls._estimator_class._get_param_names()
+        )
+        return sorted(shared - {"verbose"})
+
+    def _base_estimator(self):
         return self._estimator_class(
-            **{name: params[name] for name in shared - {"verbose"}}
+            **{name: getattr(self, name) for name in self._shared_params()}
         )
 
     def _resolve_grid(self, X, sample_weight):
@@ -201,14 +218,13 @@ class _BaseMarginSoftmaxCV(
         """
         margin = get_margin(self.loss)
         path_name, default_values = self._default_path(margin)
-        other = "s" if path_name == "C" else "C"
-        if getattr(self, GRID_PARAMS[other]) is not None:
+        param, other = ("Cs", "ss") if path_name == "C" else ("ss", "Cs")
+        if getattr(self, other) is not None:
             raise ValueError(
-                f"loss={self.loss!r} is tuned along {path_name} (pass "
-                f"{GRID_PARAMS[path_name]}); it takes no {other} grid, got "
-                f"{GRID_PARAMS[other]}={getattr(self, GRID_PARAMS[other])!r}."
+                f"loss={self.loss!r} is tuned along {path_name} (pass {param}); "
+                f"it takes no {other[0]} grid, got {other}={getattr(self, other)!r}."
             )
-        given = getattr(self, GRID_PARAMS[path_name])
+        given = getattr(self, param)
         values = default_values if given is None else tuple(np.ravel(given).tolist())
         check = margin.check_s if path_name == "s" else _check_C
         path_values = _valid_values(values, check, path_name, self.loss)

@@ -10,6 +10,11 @@ over the held-out rows, which are kept for the temperature fit. Array API
 rows are cut and mapped where they live; only the held-out logits come to
 the host.
 
+:func:`fit_fold` is the job: what every job of a search shares comes in one
+:class:`PathGrid`, and each fitted point comes back as a :class:`PathPoint`
+(score, iterations, time, held-out logits, and the model when ``refit=False``
+keeps each fold's best).
+
 :func:`check_folds` refuses, before any fit, the folds nothing can be fitted
 on.
 

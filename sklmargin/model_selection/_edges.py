@@ -11,7 +11,7 @@ import warnings
 from .._utils.grid_edges import GridEdgeWarning, grid_edges
 
 #: The constructor parameter that holds each grid axis.
-GRID_PARAMS = {"s": "ss", "C": "Cs", "m": "ms", "gamma": "gammas"}
+_GRID_PARAMS = {"s": "ss", "C": "Cs", "m": "ms", "gamma": "gammas"}
 
 
 def _accepts(check):
@@ -44,7 +44,7 @@ def warn_grid_edges(name, chosen, grids, margin, path_name):
     """
     valid = {"m": _accepts(margin.check_m), "s": _accepts(margin.check_s)}
     for edge in grid_edges(chosen, grids, valid):
-        param = GRID_PARAMS.get(edge.key, f"{edge.key}s")
+        param = _GRID_PARAMS.get(edge.key, f"{edge.key}s")
         kind = "path" if edge.key == path_name else "grid"
         side = "largest" if edge.upward else "smallest"
         direction = "upward" if edge.upward else "downward"
