@@ -23,7 +23,7 @@ from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
 from ._cv_base import _BaseMarginSoftmaxCV, _valid_values, store_params
 
-_SHARED_PARAMS_DOC = """
+_SHARED_PARAMS_DOC = """\
     ss : array-like of float, default=None
         The path over the logit scale ``s``, fitted in ascending order with warm
         starts. None means 10 geometric steps over the loss's registry grid
@@ -66,7 +66,7 @@ _KERNEL_PARAMS_DOC = _SHARED_PARAMS_DOC.replace(
         in""",
 )
 
-_RUN_PARAMS_DOC = """
+_RUN_PARAMS_DOC = """\
     n_jobs : int, default=None
         Parallel jobs over (fold, grid row) pairs (joblib); results do not
         depend on it.
@@ -82,7 +82,7 @@ _RUN_PARAMS_DOC = """
         One line per fold and grid point (score, iterations, time).
 """
 
-_ATTRIBUTES_DOC = """
+_ATTRIBUTES_DOC = """\
     classes_ : ndarray of shape (n_classes,)
     s_, m_ : float
         The chosen scale and margin (``s_`` is None for the losses tuned along
@@ -113,9 +113,18 @@ _ATTRIBUTES_DOC = """
 """
 
 
+def _fill_docs(cls, params_doc):
+    """Write the descriptions the two searches share into ``cls.__doc__``."""
+    for key, text in (
+        ("SHARED_PARAMETERS", params_doc),
+        ("RUN_PARAMETERS", _RUN_PARAMS_DOC),
+        ("SEARCH_ATTRIBUTES", _ATTRIBUTES_DOC),
+    ):
+        cls.__doc__ = cls.__doc__.replace(f"    {key}\n", text)
+
+
 class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
-    __doc__ = (
-        r"""Margin-softmax classifier with built-in cross-validation of ``s`` and ``m``.
+    r"""Margin-softmax classifier with built-in cross-validation of ``s`` and ``m``.
 
     The counterpart of :class:`~sklearn.linear_model.LogisticRegressionCV` for
     :class:`MarginSoftmaxClassifier`: for each fold and each margin ``m`` one
@@ -133,18 +142,17 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     Parameters
     ----------
     loss : str, default="am-softmax"
-        As in :class:`MarginSoftmaxClassifier`."""
-        + _SHARED_PARAMS_DOC
-        + """    t, C, lambda_min, constant_feature, fit_intercept, class_weight, \
-max_iter, tol
+        As in :class:`MarginSoftmaxClassifier`.
+    SHARED_PARAMETERS
+    t, C, lambda_min, constant_feature, fit_intercept, class_weight, max_iter, tol
         Passed to :class:`MarginSoftmaxClassifier` (``C`` is the fixed value of
-        the losses tuned along ``s``)."""
-        + _RUN_PARAMS_DOC
-        + """
+        the losses tuned along ``s``).
+    RUN_PARAMETERS
+
     Attributes
-    ----------"""
-        + _ATTRIBUTES_DOC
-        + r"""
+    ----------
+    SEARCH_ATTRIBUTES
+
     See Also
     --------
     MarginSoftmaxClassifier : One fit at given ``m`` and ``s``.
@@ -173,7 +181,6 @@ max_iter, tol
     >>> clf.score(X, y) > 0.9
     True
     """
-    )
 
     _estimator_class = MarginSoftmaxClassifier
 
@@ -202,9 +209,11 @@ max_iter, tol
         store_params(self, locals())
 
 
+_fill_docs(MarginSoftmaxClassifierCV, _SHARED_PARAMS_DOC)
+
+
 class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
-    __doc__ = (
-        r"""Kernel margin-softmax classifier with cross-validated gamma, m and s.
+    """Kernel margin-softmax classifier with cross-validated gamma, m and s.
 
     :class:`MarginSoftmaxClassifierCV` over the Nyström (or random Fourier)
     features of :class:`KernelMarginSoftmaxClassifier`, with one more grid
@@ -243,19 +252,19 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         repository): mean accuracy difference -0.36 points with the metric,
         -2.49 without; better on six sets, 2.1 points worse on satimage.
     metric_steps : int, default=2
-        Metric steps, as in :class:`KernelMarginSoftmaxClassifier`."""
-        + _KERNEL_PARAMS_DOC
-        + """    t, C, lambda_min, n_components, kernel_approximation, centres, \
+        Metric steps, as in :class:`KernelMarginSoftmaxClassifier`.
+    SHARED_PARAMETERS
+    t, C, lambda_min, n_components, kernel_approximation, centres, \
 compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
-        Passed to :class:`KernelMarginSoftmaxClassifier`."""
-        + _RUN_PARAMS_DOC
-        + """
+        Passed to :class:`KernelMarginSoftmaxClassifier`.
+    RUN_PARAMETERS
+
     Attributes
     ----------
     gamma_ : float
-        The chosen RBF width."""
-        + _ATTRIBUTES_DOC
-        + r"""
+        The chosen RBF width.
+    SEARCH_ATTRIBUTES
+
     See Also
     --------
     KernelMarginSoftmaxClassifier : One fit at given ``gamma``, ``m``, ``s``.
@@ -282,7 +291,6 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     >>> clf.score(X, y) > 0.9
     True
     """
-    )
 
     _estimator_class = KernelMarginSoftmaxClassifier
     _map_params = ("gamma",)
@@ -384,6 +392,9 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         )
         resolved = (scale if g == "scale" else g for g in gammas)
         return {"gamma": tuple(dict.fromkeys(float(g) for g in resolved))}
+
+
+_fill_docs(KernelMarginSoftmaxClassifierCV, _KERNEL_PARAMS_DOC)
 
 
 #: Default kernel width grid, multiples of gamma="scale" (see ``gammas``).
