@@ -14,14 +14,17 @@ input metric learned once before the search. The search itself is
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
-from ._cv_base import _BaseMarginSoftmaxCV, _valid_values, store_params
+from ._cv_base import (
+    _BaseMarginSoftmaxCV,
+    _check_positive,
+    _valid_values,
+    store_params,
+)
 
 _SHARED_PARAMS_DOC = """\
     ss : array-like of float, default=None
@@ -405,17 +408,12 @@ _S_FACTORS = (0.5, 1.0, 2.0, 4.0)
 
 def _check_gamma(gamma):
     """Return a valid RBF width of the ``gammas`` grid: "scale" or a float > 0."""
-    if isinstance(gamma, str):
-        if gamma == "scale":
-            return gamma
-    else:
-        try:
-            value = float(gamma)
-        except (TypeError, ValueError):
-            value = np.nan
-        if np.isfinite(value) and value > 0:
-            return value
-    raise ValueError(
-        'gammas must hold "scale" or finite positive floats (RBF widths); '
-        f"got gamma={gamma!r}."
-    )
+    if isinstance(gamma, str) and gamma == "scale":
+        return gamma
+    try:
+        return _check_positive(gamma, "gamma")
+    except (TypeError, ValueError):
+        raise ValueError(
+            'gammas must hold "scale" or finite positive floats (RBF widths); '
+            f"got gamma={gamma!r}."
+        ) from None

@@ -141,11 +141,14 @@ def _valid_values(values, check, name, loss, sort=True, domain=None):
     return tuple(dict.fromkeys(kept))
 
 
-def _check_C(C):
-    C = float(C)
-    if not (np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a finite positive number; got C={C!r}.")
-    return C
+def _check_positive(value, name="C"):
+    """Return ``value`` as a float if it is finite and positive (a C or gamma)."""
+    number = float(value)
+    if not (np.isfinite(number) and number > 0):
+        raise ValueError(
+            f"{name} must be a finite positive number; got {name}={value!r}."
+        )
+    return number
 
 
 class _BaseMarginSoftmaxCV(
@@ -226,7 +229,7 @@ class _BaseMarginSoftmaxCV(
             )
         given = getattr(self, param)
         values = default_values if given is None else tuple(np.ravel(given).tolist())
-        check = margin.check_s if path_name == "s" else _check_C
+        check = margin.check_s if path_name == "s" else _check_positive
         path_values = _valid_values(values, check, path_name, self.loss)
         ms = default_margins(margin) if self.ms is None else np.ravel(self.ms).tolist()
         axes = self._extra_grids(X, sample_weight)
