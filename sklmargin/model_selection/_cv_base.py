@@ -320,48 +320,15 @@ class _BaseMarginSoftmaxCV(
         # The kernel search's input metric, learned once on all rows.
         X, transform = self._metric_rows(X, y_encoded, sample_weight, namespace)
         path_name, path_values, axes = self._resolve_grid(X, sample_weight)
-        # One job per fold and map point (gamma): its rows are mapped once and
-        # every inner point (m) runs its path on them. The map axes lead, so
-        # the jobs' points in order are the grid's points in order.
-        map_points = _grid_points(axes, self._map_params)
-        inner_points = _grid_points(
-            axes, [a for a in axes if a not in self._map_params]
-        )
-        grid_points = [
-            {**map_point, **inner, path_name: value}
-            for map_point in map_points
-            for inner in inner_points
-            for value in path_values
-        ]
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
-        grid = PathGrid(
-            path_name, path_values, inner_points, self._scorer(), classes,
-            not self.refit, self.verbose,  # refit=False keeps each fold's best
-        )  # fmt: skip
         base = self._base_estimator()
-        # scikit-learn's Parallel carries the configuration to joblib's
-        # workers: array API folds need dispatch on there too.
-        data = (X, y, y_encoded, sample_weight)
-        jobs = [
-            delayed(fit_fold)(
-                clone(base).set_params(**map_point),
-                data,
-                train,
-                test,
-                grid,
-                f"{name} fold {f + 1}/{len(folds)}{point_label(map_point)}",
-                scored[f],
-            )
-            for f, (train, test) in enumerate(folds)
-            for map_point in map_points
-        ]
-        done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
-        # points[f][b]: fold f at grid point b (``cv_results_["params"][b]``).
-        n_path, n_grid = len(path_values), len(grid_points)
-        flat = [point for job in done for point in job]
-        points = [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
+        grid_points, points = self._fit_folds(
+            base, (X, y, y_encoded, sample_weight), folds, scored,
+            path_name, path_values, axes,
+        )  # fmt: skip
+        n_path = len(path_values)
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
             for key, dtype in (("score", float), ("n_iter", int), ("fit_time", float))
@@ -432,6 +399,51 @@ class _BaseMarginSoftmaxCV(
             for model in fitted_models(self):
                 self._attach_metric(model, transform, namespace)
         return self
+
+    def _fit_folds(self, base, data, folds, scored, path_name, path_values, axes):
+        """Fit every fold at every grid point: ``(grid_points, points)``.
+
+        ``points[f][b]`` is the :class:`PathPoint` of fold ``f`` at
+        ``grid_points[b]`` (the order of ``cv_results_["params"]``). One job
+        per fold and map point (gamma): its rows are mapped once and every
+        inner point (m) walks its path on them. The map axes lead, so the
+        jobs' points in order are the grid's points in order. ``data`` is
+        ``(X, y, y_encoded, sample_weight)``.
+        """
+        map_points = _grid_points(axes, self._map_params)
+        inner_points = _grid_points(
+            axes, [a for a in axes if a not in self._map_params]
+        )
+        grid_points = [
+            {**map_point, **inner, path_name: value}
+            for map_point in map_points
+            for inner in inner_points
+            for value in path_values
+        ]
+        grid = PathGrid(
+            path_name, path_values, inner_points, self._scorer(), self.classes_,
+            not self.refit, self.verbose,  # refit=False keeps each fold's best
+        )  # fmt: skip
+        name = type(self).__name__
+        # scikit-learn's Parallel carries the configuration to joblib's
+        # workers: array API folds need dispatch on there too.
+        jobs = [
+            delayed(fit_fold)(
+                clone(base).set_params(**map_point),
+                data,
+                train,
+                test,
+                grid,
+                f"{name} fold {f + 1}/{len(folds)}{point_label(map_point)}",
+                scored[f],
+            )
+            for f, (train, test) in enumerate(folds)
+            for map_point in map_points
+        ]
+        done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
+        flat = [point for job in done for point in job]
+        n_grid = len(grid_points)
+        return grid_points, [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
 
     def _metric_rows(self, X, y_encoded, sample_weight, namespace):
         """``(rows the search sees, their input transform)``: none here."""
