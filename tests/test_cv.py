@@ -135,6 +135,66 @@ def test_path_of_the_wrong_kind_raises(iris, params, match):
         MarginSoftmaxClassifierCV(cv=2, **params).fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MarginSoftmaxClassifierCV(
+            ss=[10.0],
+            ms=[0.05],
+            cv=2,
+            C=0.5,
+            t=1.2,
+            lambda_min=None,
+            constant_feature=2.0,
+            class_weight="balanced",
+            max_iter=50,
+            tol=1e-3,
+            random_state=3,
+            verbose=0,
+        ),
+        lambda: KernelMarginSoftmaxClassifierCV(
+            gammas=[0.5],
+            ss=[10.0],
+            ms=[0.05],
+            cv=2,
+            n_components=20,
+            kernel_approximation="rff",
+            centres="uniform",
+            metric="full",
+            metric_steps=1,
+            compute_dtype="float32",
+            constant_feature=0.5,
+            fit_intercept=False,
+            max_iter=50,
+            tol=1e-3,
+            random_state=3,
+        ),
+    ],
+)
+@pytest.mark.parametrize("refit", [True, False])
+def test_the_estimators_parameters_reach_every_fitted_model(iris, make, refit):
+    """Each parameter the search shares with its estimator is passed on."""
+    X, y = iris
+    search = make().set_params(refit=refit).fit(X, y)
+    inner = search.estimators_ or [search.estimator_]
+    shared = set(search.get_params()) & set(inner[0].get_params()) - {"verbose"}
+    assert {"C", "max_iter", "tol", "random_state"} <= shared
+    for model in inner:
+        for name in shared:
+            assert model.get_params()[name] == search.get_params()[name], name
+
+
+@pytest.mark.parametrize(
+    "cls", [MarginSoftmaxClassifierCV, KernelMarginSoftmaxClassifierCV]
+)
+@pytest.mark.parametrize("params", [{"C": -1.0}, {"max_iter": 0}, {"loss": "x"}])
+def test_passed_on_parameters_are_validated_by_the_search(iris, cls, params):
+    X, y = iris
+    (name,) = params
+    with pytest.raises(ValueError, match=f"'{name}' parameter of {cls.__name__}"):
+        cls(**params).fit(X, y)
+
+
 def test_warm_path_matches_cold_fits(iris):
     X, y = iris
     ss, m = [5.0, 10.0, 20.0, 40.0, 80.0], 0.05

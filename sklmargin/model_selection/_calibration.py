@@ -58,6 +58,12 @@ def logits_from_decision(decision):
     return decision
 
 
+def _weights(sample_weight, n_samples):
+    if sample_weight is None:
+        return np.ones(n_samples)
+    return np.asarray(sample_weight, dtype=np.float64)
+
+
 def _loss_derivatives(beta, z, z_true, weights):
     scaled = beta * z
     log_norm = logsumexp(scaled, axis=1)
@@ -98,11 +104,7 @@ def fit_temperature(logits, y_encoded, sample_weight=None, max_iter=100):
     """
     z = np.asarray(logits, dtype=np.float64)
     y_encoded = np.asarray(y_encoded)
-    weights = (
-        np.ones(z.shape[0])
-        if sample_weight is None
-        else np.asarray(sample_weight, dtype=np.float64)
-    )
+    weights = _weights(sample_weight, z.shape[0])
     total = weights.sum()
     if z.shape[0] == 0 or not total > 0:
         return 1.0
@@ -171,11 +173,7 @@ def expected_calibration_error(proba, y_encoded, n_bins=15, sample_weight=None):
     0.3
     """
     proba = np.asarray(proba, dtype=np.float64)
-    weights = (
-        np.ones(proba.shape[0])
-        if sample_weight is None
-        else np.asarray(sample_weight, dtype=np.float64)
-    )
+    weights = _weights(sample_weight, proba.shape[0])
     confidence = proba.max(axis=1)
     correct = (proba.argmax(axis=1) == np.asarray(y_encoded)).astype(float)
     bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)

@@ -1,23 +1,32 @@
-"""The public cross-validated estimators.
+"""The public cross-validated estimators: their signatures, grids and docs.
 
-The machinery is in :mod:`sklmargin.model_selection._cv_base`.
+Each class declares its ``__init__`` (scikit-learn reads the parameters from
+the signature; :func:`~sklmargin.model_selection._cv_base.store_params`
+stores them verbatim) and its estimator class. Every parameter it shares with
+that estimator is validated by the estimator's own constraints and passed on
+(:meth:`_BaseMarginSoftmaxCV._shared_params`). The parameter descriptions the
+two classes share are written once (``_SHARED_PARAMS_DOC``,
+``_RUN_PARAMS_DOC``, ``_ATTRIBUTES_DOC``). The kernel search adds the
+``gamma`` axis (mapped once per fold), its own default ``s`` path and the
+input metric learned once before the search. The search itself is
+:mod:`sklmargin.model_selection._cv_base`.
 """
 
 from __future__ import annotations
 
-from numbers import Integral
-
-import numpy as np
-
-from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
-from ._cv_base import _BaseMarginSoftmaxCV, _valid_values
+from ._cv_base import (
+    _BaseMarginSoftmaxCV,
+    _check_positive,
+    _valid_values,
+    store_params,
+)
 
-_SHARED_PARAMS_DOC = """
+_SHARED_PARAMS_DOC = """\
     ss : array-like of float, default=None
         The path over the logit scale ``s``, fitted in ascending order with warm
         starts. None means 10 geometric steps over the loss's registry grid
@@ -60,7 +69,7 @@ _KERNEL_PARAMS_DOC = _SHARED_PARAMS_DOC.replace(
         in""",
 )
 
-_RUN_PARAMS_DOC = """
+_RUN_PARAMS_DOC = """\
     n_jobs : int, default=None
         Parallel jobs over (fold, grid row) pairs (joblib); results do not
         depend on it.
@@ -76,7 +85,7 @@ _RUN_PARAMS_DOC = """
         One line per fold and grid point (score, iterations, time).
 """
 
-_ATTRIBUTES_DOC = """
+_ATTRIBUTES_DOC = """\
     classes_ : ndarray of shape (n_classes,)
     s_, m_ : float
         The chosen scale and margin (``s_`` is None for the losses tuned along
@@ -107,9 +116,18 @@ _ATTRIBUTES_DOC = """
 """
 
 
+def _fill_docs(cls, params_doc):
+    """Write the descriptions the two searches share into ``cls.__doc__``."""
+    for key, text in (
+        ("SHARED_PARAMETERS", params_doc),
+        ("RUN_PARAMETERS", _RUN_PARAMS_DOC),
+        ("SEARCH_ATTRIBUTES", _ATTRIBUTES_DOC),
+    ):
+        cls.__doc__ = cls.__doc__.replace(f"    {key}\n", text)
+
+
 class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
-    __doc__ = (
-        r"""Margin-softmax classifier with built-in cross-validation of ``s`` and ``m``.
+    r"""Margin-softmax classifier with built-in cross-validation of ``s`` and ``m``.
 
     The counterpart of :class:`~sklearn.linear_model.LogisticRegressionCV` for
     :class:`MarginSoftmaxClassifier`: for each fold and each margin ``m`` one
@@ -127,18 +145,17 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     Parameters
     ----------
     loss : str, default="am-softmax"
-        As in :class:`MarginSoftmaxClassifier`."""
-        + _SHARED_PARAMS_DOC
-        + """    t, C, lambda_min, constant_feature, fit_intercept, class_weight, \
-max_iter, tol
+        As in :class:`MarginSoftmaxClassifier`.
+    SHARED_PARAMETERS
+    t, C, lambda_min, constant_feature, fit_intercept, class_weight, max_iter, tol
         Passed to :class:`MarginSoftmaxClassifier` (``C`` is the fixed value of
-        the losses tuned along ``s``)."""
-        + _RUN_PARAMS_DOC
-        + """
+        the losses tuned along ``s``).
+    RUN_PARAMETERS
+
     Attributes
-    ----------"""
-        + _ATTRIBUTES_DOC
-        + r"""
+    ----------
+    SEARCH_ATTRIBUTES
+
     See Also
     --------
     MarginSoftmaxClassifier : One fit at given ``m`` and ``s``.
@@ -167,20 +184,8 @@ max_iter, tol
     >>> clf.score(X, y) > 0.9
     True
     """
-    )
 
     _estimator_class = MarginSoftmaxClassifier
-    _estimator_params = (
-        "t",
-        "C",
-        "lambda_min",
-        "constant_feature",
-        "fit_intercept",
-        "class_weight",
-        "max_iter",
-        "tol",
-        "random_state",
-    )
 
     def __init__(
         self,
@@ -204,30 +209,14 @@ max_iter, tol
         random_state=None,
         verbose=0,
     ):
-        self.loss = loss
-        self.ss = ss
-        self.ms = ms
-        self.Cs = Cs
-        self.cv = cv
-        self.scoring = scoring
-        self.calibrate = calibrate
-        self.t = t
-        self.C = C
-        self.lambda_min = lambda_min
-        self.constant_feature = constant_feature
-        self.fit_intercept = fit_intercept
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.refit = refit
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
+
+
+_fill_docs(MarginSoftmaxClassifierCV, _SHARED_PARAMS_DOC)
 
 
 class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
-    __doc__ = (
-        r"""Kernel margin-softmax classifier with cross-validated gamma, m and s.
+    """Kernel margin-softmax classifier with cross-validated gamma, m and s.
 
     :class:`MarginSoftmaxClassifierCV` over the Nyström (or random Fourier)
     features of :class:`KernelMarginSoftmaxClassifier`, with one more grid
@@ -266,19 +255,19 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         repository): mean accuracy difference -0.36 points with the metric,
         -2.49 without; better on six sets, 2.1 points worse on satimage.
     metric_steps : int, default=2
-        Metric steps, as in :class:`KernelMarginSoftmaxClassifier`."""
-        + _KERNEL_PARAMS_DOC
-        + """    t, C, lambda_min, n_components, kernel_approximation, centres, \
+        Metric steps, as in :class:`KernelMarginSoftmaxClassifier`.
+    SHARED_PARAMETERS
+    t, C, lambda_min, n_components, kernel_approximation, centres, \
 compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
-        Passed to :class:`KernelMarginSoftmaxClassifier`."""
-        + _RUN_PARAMS_DOC
-        + """
+        Passed to :class:`KernelMarginSoftmaxClassifier`.
+    RUN_PARAMETERS
+
     Attributes
     ----------
     gamma_ : float
-        The chosen RBF width."""
-        + _ATTRIBUTES_DOC
-        + r"""
+        The chosen RBF width.
+    SEARCH_ATTRIBUTES
+
     See Also
     --------
     KernelMarginSoftmaxClassifier : One fit at given ``gamma``, ``m``, ``s``.
@@ -305,31 +294,13 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     >>> clf.score(X, y) > 0.9
     True
     """
-    )
 
     _estimator_class = KernelMarginSoftmaxClassifier
     _map_params = ("gamma",)
     _warm_refit = False
-    _estimator_params = (
-        "t",
-        "C",
-        "lambda_min",
-        "n_components",
-        "kernel_approximation",
-        "centres",
-        "compute_dtype",
-        "constant_feature",
-        "fit_intercept",
-        "class_weight",
-        "max_iter",
-        "tol",
-        "random_state",
-    )
     _parameter_constraints: dict = {
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "gammas": ["array-like", None],
-        "metric": [StrOptions({"diagonal", "full"}), None],
-        "metric_steps": [Interval(Integral, 1, None, closed="left")],
     }
     # Searches saved before issue 17 (d6c350a) have no ``compute_dtype`` and
     # ``centres`` (sklmargin._utils.legacy_state): centres its default, and the
@@ -370,45 +341,12 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         random_state=None,
         verbose=0,
     ):
-        self.loss = loss
-        self.gammas = gammas
-        self.ss = ss
-        self.ms = ms
-        self.Cs = Cs
-        self.cv = cv
-        self.scoring = scoring
-        self.calibrate = calibrate
-        self.t = t
-        self.C = C
-        self.lambda_min = lambda_min
-        self.n_components = n_components
-        self.kernel_approximation = kernel_approximation
-        self.centres = centres
-        self.metric = metric
-        self.metric_steps = metric_steps
-        self.compute_dtype = compute_dtype
-        self.constant_feature = constant_feature
-        self.fit_intercept = fit_intercept
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.refit = refit
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _base_estimator(self):
         # The folds and the refit see rows the metric already transformed
         # (_metric_rows): they learn none of their own.
         return super()._base_estimator().set_params(metric=None)
-
-    def _metric_learner(self):
-        return self._estimator_class(
-            loss=self.loss,
-            metric=self.metric,
-            metric_steps=self.metric_steps,
-            **{name: getattr(self, name) for name in self._estimator_params},
-        )
 
     def _metric_rows(self, X, y_encoded, sample_weight, namespace):
         """Learn the input metric once on all rows; the search runs on them.
@@ -419,7 +357,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         """
         if self.metric is None:
             return X, None
-        learner = self._metric_learner()
+        learner = super()._base_estimator()  # with this search's metric
         weights = check_sample_and_class_weight(
             sample_weight, self.class_weight, self.classes_, y_encoded, X.shape[0]
         )
@@ -430,7 +368,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
 
     def _attach_metric(self, model, transform, namespace):
         """Give a fitted model (refit or fold) the transform its rows had."""
-        model.set_params(metric=self.metric, metric_steps=self.metric_steps)
+        model.set_params(metric=self.metric)
         model._set_input_transform(transform)
         if namespace is not None:
             from ..estimators._device import move_fitted_to_device
@@ -446,7 +384,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     def _extra_grids(self, X, sample_weight):
         scale = scale_gamma(X, sample_weight)
         if self.gammas is None:
-            return ["gamma"], [tuple(float(f * scale) for f in _GAMMA_FACTORS)]
+            return {"gamma": tuple(float(f * scale) for f in _GAMMA_FACTORS)}
         gammas = _valid_values(
             tuple(self.gammas),
             _check_gamma,
@@ -456,7 +394,10 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
             domain='RBF widths ("scale" or finite positive floats)',
         )
         resolved = (scale if g == "scale" else g for g in gammas)
-        return ["gamma"], [tuple(dict.fromkeys(float(g) for g in resolved))]
+        return {"gamma": tuple(dict.fromkeys(float(g) for g in resolved))}
+
+
+_fill_docs(KernelMarginSoftmaxClassifierCV, _KERNEL_PARAMS_DOC)
 
 
 #: Default kernel width grid, multiples of gamma="scale" (see ``gammas``).
@@ -467,17 +408,12 @@ _S_FACTORS = (0.5, 1.0, 2.0, 4.0)
 
 def _check_gamma(gamma):
     """Return a valid RBF width of the ``gammas`` grid: "scale" or a float > 0."""
-    if isinstance(gamma, str):
-        if gamma == "scale":
-            return gamma
-    else:
-        try:
-            value = float(gamma)
-        except (TypeError, ValueError):
-            value = np.nan
-        if np.isfinite(value) and value > 0:
-            return value
-    raise ValueError(
-        'gammas must hold "scale" or finite positive floats (RBF widths); '
-        f"got gamma={gamma!r}."
-    )
+    if isinstance(gamma, str) and gamma == "scale":
+        return gamma
+    try:
+        return _check_positive(gamma, "gamma")
+    except (TypeError, ValueError):
+        raise ValueError(
+            'gammas must hold "scale" or finite positive floats (RBF widths); '
+            f"got gamma={gamma!r}."
+        ) from None

@@ -5,7 +5,8 @@ fold, and each margin ``m`` (and kernel width ``gamma``), one warm-started
 *path* over the logit scale ``s`` in ascending order -- descending
 regularisation, as ``LogisticRegressionCV``'s path over ascending ``C``. Each
 fit starts from the previous solution, so a long path costs little more than a
-few cold fits. Folds and grid rows run in parallel through joblib.
+few cold fits. Each fold, at each kernel width, is one joblib job
+(:mod:`sklmargin.model_selection._cv_path`).
 
 The out-of-fold margin-free logits at the chosen point come for free and fit a
 temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
@@ -52,11 +53,10 @@ from ..estimators._base import (
     softmax_probabilities,
     validate_training_data,
 )
-from ..estimators._linear import MarginSoftmaxClassifier
 from ..losses._registry import get_margin
 from ..openset._scores import CVOpenSetScoreMixin
 from ._calibration import fit_temperature
-from ._cv_path import check_folds, fit_fold, full_class_logits
+from ._cv_path import PathGrid, check_folds, fit_fold, full_class_logits, point_label
 from ._edges import warn_grid_edges
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
@@ -141,11 +141,14 @@ def _valid_values(values, check, name, loss, sort=True, domain=None):
     return tuple(dict.fromkeys(kept))
 
 
-def _check_C(C):
-    C = float(C)
-    if not (np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a finite positive number; got C={C!r}.")
-    return C
+def _check_positive(value, name="C"):
+    """Return ``value`` as a float if it is finite and positive (a C or gamma)."""
+    number = float(value)
+    if not (np.isfinite(number) and number > 0):
+        raise ValueError(
+            f"{name} must be a finite positive number; got {name}={value!r}."
+        )
+    return number
 
 
 class _BaseMarginSoftmaxCV(
@@ -157,13 +160,14 @@ class _BaseMarginSoftmaxCV(
 ):
     """Path, folds, selection and temperature shared by the two CV estimators.
 
-    Subclasses define ``_estimator_class``, ``_estimator_params`` (the names
-    passed on unchanged) and ``_outer_grid`` (a list of parameter dicts crossed
-    with the path, e.g. over ``m`` and ``gamma``).
+    Subclasses define ``_estimator_class`` and ``__init__``: the parameters
+    the two share (:meth:`_shared_params`) are validated as the estimator
+    validates them and passed to it. Grid axes before ``m`` come from
+    ``_extra_grids``; those that change the feature map (mapped once per
+    fold) are named in ``_map_params``.
     """
 
-    _estimator_class = MarginSoftmaxClassifier
-    _estimator_params: tuple = ()
+    _estimator_class: type
     #: Outer grid axes that change the feature map (mapped once per fold).
     _map_params: tuple = ()
     #: Whether the final fit starts from the first fold's model (same features).
@@ -181,60 +185,74 @@ class _BaseMarginSoftmaxCV(
         "verbose": ["verbose"],
     }
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The parameters passed on to the estimator are validated as it
+        # validates them, before the search starts (and named as the search's).
+        inner = cls._estimator_class._parameter_constraints
+        cls._parameter_constraints = {
+            **{name: inner[name] for name in cls._shared_params()},
+            **cls._parameter_constraints,
+        }
+
+    @classmethod
+    def _shared_params(cls):
+        """Names passed on to the estimator: those it shares, but ``verbose``.
+
+        The search's ``verbose`` prints one line per fold and grid point.
+        """
+        shared = set(cls._get_param_names()) & set(
+            cls._estimator_class._get_param_names()
+        )
+        return sorted(shared - {"verbose"})
+
     def _base_estimator(self):
         return self._estimator_class(
-            loss=self.loss,
-            **{name: getattr(self, name) for name in self._estimator_params},
+            **{name: getattr(self, name) for name in self._shared_params()}
         )
 
     def _resolve_grid(self, X, sample_weight):
-        """Return ``(path_name, path_values, outer_names, outer_grids)``.
+        """Return ``(path_name, path_values, axes)``: the path and the outer grid.
 
-        Invalid grid points are removed, with a warning naming them. ``X`` and
-        ``sample_weight`` resolve data-dependent grids (the kernel's gamma).
+        ``axes`` maps each outer axis to its values, the ``_extra_grids``
+        (the map's parameters) before ``m``. Invalid grid points are removed,
+        with a warning naming them. ``X`` and ``sample_weight`` resolve
+        data-dependent grids (the kernel's gamma).
         """
         margin = get_margin(self.loss)
         path_name, default_values = self._default_path(margin)
-        if path_name == "C":
-            if self.ss is not None:
-                raise ValueError(
-                    f"loss={self.loss!r} is tuned along C (pass Cs); it takes no s "
-                    f"grid, got ss={self.ss!r}."
-                )
-            given = self.Cs
-        else:
-            if self.Cs is not None:
-                raise ValueError(
-                    f"loss={self.loss!r} is tuned along s (pass ss); C does not "
-                    f"change its objective, got Cs={self.Cs!r}."
-                )
-            given = self.ss
+        param, other = ("Cs", "ss") if path_name == "C" else ("ss", "Cs")
+        if getattr(self, other) is not None:
+            raise ValueError(
+                f"loss={self.loss!r} is tuned along {path_name} (pass {param}); "
+                f"it takes no {other[0]} grid, got {other}={getattr(self, other)!r}."
+            )
+        given = getattr(self, param)
         values = default_values if given is None else tuple(np.ravel(given).tolist())
-        check = margin.check_s if path_name == "s" else _check_C
+        check = margin.check_s if path_name == "s" else _check_positive
         path_values = _valid_values(values, check, path_name, self.loss)
-        ms = (
-            default_margins(margin)
-            if self.ms is None
-            else tuple(np.ravel(self.ms).tolist())
-        )
-        ms = _valid_values(ms, margin.check_m, "m", self.loss)
-        names, grids = ["m"], [ms]
-        names_extra, grids_extra = self._extra_grids(X, sample_weight)
-        return path_name, path_values, names_extra + names, grids_extra + grids
+        ms = default_margins(margin) if self.ms is None else np.ravel(self.ms).tolist()
+        axes = self._extra_grids(X, sample_weight)
+        axes["m"] = _valid_values(tuple(ms), margin.check_m, "m", self.loss)
+        return path_name, path_values, axes
 
     def _default_path(self, margin):
         return default_path(margin)
 
     def _extra_grids(self, X, sample_weight):
         """Grid axes before ``m``, the map's parameters first (none here)."""
-        return [], []
+        return {}
 
     def _scorer(self):
         """``score(estimator, rows, logits)`` of a fitted path point.
 
         Accuracy (the default) comes from the held-out logits the path keeps
         anyway; a user's ``scoring`` calls the estimator on the raw held-out
-        rows (which maps them again).
+        rows (which maps them again). Some of scikit-learn's metrics do not
+        take array API inputs yet (in 1.9, ``"roc_auc_ovr"`` fails inside
+        torch with a ``TypeError`` about ``diff``; ``GridSearchCV`` fails the
+        same way): the error then says which scoring failed, on what, and what
+        to do.
         """
         if self.scoring is None:
 
@@ -244,15 +262,25 @@ class _BaseMarginSoftmaxCV(
 
             return accuracy
         scorer = check_scoring(self._base_estimator(), scoring=self.scoring)
+        scoring, name = self.scoring, type(self).__name__
 
         def score(estimator, rows, logits):
-            if rows.sw_test is None:
-                return scorer(estimator, rows.X_test, rows.y_test)
-            return scorer(
-                estimator, rows.X_test, rows.y_test, sample_weight=rows.sw_test
-            )
+            weight = {} if rows.sw_test is None else {"sample_weight": rows.sw_test}
+            try:
+                return scorer(estimator, rows.X_test, rows.y_test, **weight)
+            except (TypeError, AttributeError, ValueError) as exc:
+                if input_namespace(rows.X_test) is None:
+                    raise
+                raise ValueError(
+                    f"{name}: scoring={scoring!r} failed on the held-out rows "
+                    f"({namespace_name(rows.X_test)} input, array_api_dispatch "
+                    f"on; {type(exc).__name__}: {exc}). Not every scikit-learn "
+                    "metric supports array API inputs: use one that does (the "
+                    "default scoring=None, accuracy, or 'neg_log_loss'), or fit "
+                    "on NumPy arrays (X.cpu().numpy() for a torch tensor)."
+                ) from exc
 
-        return named_scoring_failure(score, self.scoring, type(self).__name__)
+        return score
 
     @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -291,66 +319,21 @@ class _BaseMarginSoftmaxCV(
             sample_weight = check_weights(sample_weight, X.shape[0])
         # The kernel search's input metric, learned once on all rows.
         X, transform = self._metric_rows(X, y_encoded, sample_weight, namespace)
-        path_name, path_values, outer_names, outer_grids = self._resolve_grid(
-            X, sample_weight
-        )
-        outer = [
-            dict(zip(outer_names, point, strict=True))
-            for point in itertools.product(*outer_grids)
-        ]
-        # One job per fold and map point (gamma): its rows are mapped once and
-        # every inner point (m) runs its path on them. The map names lead the
-        # outer grid, so jobs in order list the outer points in order.
-        n_map = len(self._map_params)
-        map_points = [
-            dict(zip(outer_names[:n_map], point, strict=True))
-            for point in itertools.product(*outer_grids[:n_map])
-        ]
-        inner_points = [
-            dict(zip(outer_names[n_map:], point, strict=True))
-            for point in itertools.product(*outer_grids[n_map:])
-        ]
+        path_name, path_values, axes = self._resolve_grid(X, sample_weight)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
-        scorer = self._scorer()
         base = self._base_estimator()
-        # scikit-learn's Parallel carries the configuration to joblib's
-        # workers: array API folds need dispatch on there too.
-        jobs = [
-            delayed(fit_fold)(
-                clone(base).set_params(**map_point),
-                X,
-                y,
-                y_encoded,
-                sample_weight,
-                train,
-                test,
-                inner_points,
-                path_name,
-                path_values,
-                scorer,
-                not self.refit,  # refit=False keeps each fold's best model
-                self.verbose,
-                f"{name} fold {f + 1}/{len(folds)}"
-                + "".join(f", {k}={v}" for k, v in map_point.items()),
-                classes,
-                scored[f],
-            )
-            for f, (train, test) in enumerate(folds)
-            for map_point in map_points
-        ]
-        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
-        results = [path for job in parallel(jobs) for path in job]
-
-        n_folds, n_outer, n_path = len(folds), len(outer), len(path_values)
-        shape = (n_folds, *[len(g) for g in outer_grids], n_path)
-        scores = np.array([r[0] for r in results]).reshape(n_folds, n_outer * n_path)
-        n_iter = np.array([r[1] for r in results]).reshape(n_folds, n_outer * n_path)
-        times = np.array([r[2] for r in results]).reshape(n_folds, n_outer * n_path)
-        grid_points = [
-            {**point, path_name: value} for point in outer for value in path_values
-        ]
+        grid_points, points = self._fit_folds(
+            base, (X, y, y_encoded, sample_weight), folds, scored,
+            path_name, path_values, axes,
+        )  # fmt: skip
+        n_path = len(path_values)
+        scores, n_iter, times = (
+            np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
+            for key, dtype in (("score", float), ("n_iter", int), ("fit_time", float))
+        )
+        shape = (len(folds), *[len(values) for values in axes.values()], n_path)
         self.scores_ = scores.reshape(shape)
         self.n_iter_ = n_iter.reshape(shape)
         self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
@@ -360,24 +343,14 @@ class _BaseMarginSoftmaxCV(
             self.scores_ = to_device(self.scores_, xp, device, dtype=wide)
             self.n_iter_ = to_device(self.n_iter_.astype(np.int64), xp, device)
 
-        def logits_at(fold, flat):
-            o, k = divmod(flat, n_path)
-            return results[fold * n_outer + o][3][k]
-
         best_mean = _first_best(scores[scored].mean(axis=0))
         warn_grid_edges(
-            name,
-            grid_points[best_mean],
-            {
-                path_name: path_values,
-                **dict(zip(outer_names, outer_grids, strict=True)),
-            },
-            get_margin(self.loss),
-            path_name,
-        )
+            name, grid_points[best_mean], {path_name: path_values, **axes},
+            get_margin(self.loss), path_name,
+        )  # fmt: skip
         if self.refit:
             self.best_index_ = best_mean
-            best_per_fold = [self.best_index_] * n_folds
+            best_per_fold = [self.best_index_] * len(folds)
         else:
             self.best_index_ = None
             # A fold without a score keeps its model at the best mean point.
@@ -385,32 +358,29 @@ class _BaseMarginSoftmaxCV(
                 _first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
             ]
-        held_out = np.concatenate(
-            [logits_at(f, b) for f, b in enumerate(best_per_fold)]
-        )
-        y_held_out = np.concatenate([y_encoded[test] for _, test in folds])
-        sw_held_out = (
-            None
-            if sample_weight is None
-            else np.concatenate([sample_weight[test] for _, test in folds])
-        )
-        self.temperature_ = (
-            fit_temperature(held_out, y_held_out, sw_held_out)
-            if self.calibrate
-            else 1.0
-        )
+        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        if self.calibrate:
+            self.temperature_ = fit_temperature(
+                np.concatenate([point.logits for point in chosen]),
+                np.concatenate([y_encoded[test] for _, test in folds]),
+                None
+                if sample_weight is None
+                else np.concatenate([sample_weight[test] for _, test in folds]),
+            )
+        else:
+            self.temperature_ = 1.0
 
         if self.refit:
-            chosen = grid_points[self.best_index_]
-            self._set_chosen(chosen, path_name)
+            point = grid_points[self.best_index_]
+            self._set_chosen(point, path_name)
             # The linear refit walks the same warm-started path on all the
             # data, so the final model is the kind of model the folds scored
             # (see _refit); the kernel refit is a cold fit at the chosen point.
             steps = path_values[: self.best_index_ % n_path + 1]
-            start = clone(base).set_params(**chosen)
             self.estimator_ = self._refit(
-                start, X, y, sample_weight, path_name, steps if self._warm_refit else ()
-            )
+                clone(base).set_params(**point), X, y, sample_weight, path_name,
+                steps if self._warm_refit else (),
+            )  # fmt: skip
             self.estimators_ = None
         else:
             chosen_points = [grid_points[b] for b in best_per_fold]
@@ -424,14 +394,56 @@ class _BaseMarginSoftmaxCV(
             }
             self._set_chosen(averaged, path_name)
             self.estimator_ = None
-            self.estimators_ = [
-                results[f * n_outer + b // n_path][4][b % n_path]
-                for f, b in enumerate(best_per_fold)
-            ]
+            self.estimators_ = [point.model for point in chosen]
         if transform is not None:
             for model in fitted_models(self):
                 self._attach_metric(model, transform, namespace)
         return self
+
+    def _fit_folds(self, base, data, folds, scored, path_name, path_values, axes):
+        """Fit every fold at every grid point: ``(grid_points, points)``.
+
+        ``points[f][b]`` is the :class:`PathPoint` of fold ``f`` at
+        ``grid_points[b]`` (the order of ``cv_results_["params"]``). One job
+        per fold and map point (gamma): its rows are mapped once and every
+        inner point (m) walks its path on them. The map axes lead, so the
+        jobs' points in order are the grid's points in order. ``data`` is
+        ``(X, y, y_encoded, sample_weight)``.
+        """
+        map_points = _grid_points(axes, self._map_params)
+        inner_points = _grid_points(
+            axes, [a for a in axes if a not in self._map_params]
+        )
+        grid_points = [
+            {**map_point, **inner, path_name: value}
+            for map_point in map_points
+            for inner in inner_points
+            for value in path_values
+        ]
+        grid = PathGrid(
+            path_name, path_values, inner_points, self._scorer(), self.classes_,
+            not self.refit, self.verbose,  # refit=False keeps each fold's best
+        )  # fmt: skip
+        name = type(self).__name__
+        # scikit-learn's Parallel carries the configuration to joblib's
+        # workers: array API folds need dispatch on there too.
+        jobs = [
+            delayed(fit_fold)(
+                clone(base).set_params(**map_point),
+                data,
+                train,
+                test,
+                grid,
+                f"{name} fold {f + 1}/{len(folds)}{point_label(map_point)}",
+                scored[f],
+            )
+            for f, (train, test) in enumerate(folds)
+            for map_point in map_points
+        ]
+        done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
+        flat = [point for job in done for point in job]
+        n_grid = len(grid_points)
+        return grid_points, [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
 
     def _metric_rows(self, X, y_encoded, sample_weight, namespace):
         """``(rows the search sees, their input transform)``: none here."""
@@ -622,28 +634,19 @@ def fitted_models(cv_estimator):
     return cv_estimator.estimators_
 
 
-def named_scoring_failure(score, scoring, name):
-    """Wrap a user's ``scoring`` so that its failure on array API rows is named.
+def store_params(estimator, params):
+    """Store an ``__init__``'s arguments, ``locals()``, verbatim as attributes.
 
-    Some of scikit-learn's metrics do not take array API inputs yet (in 1.9,
-    ``"roc_auc_ovr"`` fails inside torch with a ``TypeError`` about ``diff``;
-    ``GridSearchCV`` fails the same way): the error then says which scoring
-    failed, on what, and what to do. NumPy rows call ``score`` unchanged.
+    Called first in ``__init__``, so ``params`` holds exactly the signature's
+    parameters (and ``self``): scikit-learn's ``get_params`` reads them back
+    by the signature's names.
     """
+    for name, value in params.items():
+        if name != "self":
+            setattr(estimator, name, value)
 
-    def score_rows(estimator, rows, logits):
-        if input_namespace(rows.X_test) is None:
-            return score(estimator, rows, logits)
-        try:
-            return score(estimator, rows, logits)
-        except (TypeError, AttributeError, ValueError) as exc:
-            raise ValueError(
-                f"{name}: scoring={scoring!r} failed on the held-out rows "
-                f"({namespace_name(rows.X_test)} input, array_api_dispatch on; "
-                f"{type(exc).__name__}: {exc}). Not every scikit-learn metric "
-                "supports array API inputs: use one that does (the default "
-                "scoring=None, accuracy, or 'neg_log_loss'), or fit on NumPy "
-                "arrays (X.cpu().numpy() for a torch tensor)."
-            ) from exc
 
-    return score_rows
+def _grid_points(axes, names):
+    """Return the grid over ``names`` as dicts, in lexicographic order."""
+    grids = [axes[name] for name in names]
+    return [dict(zip(names, point, strict=True)) for point in itertools.product(*grids)]

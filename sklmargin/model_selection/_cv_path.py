@@ -10,6 +10,11 @@ over the held-out rows, which are kept for the temperature fit. Array API
 rows are cut and mapped where they live; only the held-out logits come to
 the host.
 
+:func:`fit_fold` is the job: what every job of a search shares comes in one
+:class:`PathGrid`, and each fitted point comes back as a :class:`PathPoint`
+(score, iterations, time, held-out logits, and the model when ``refit=False``
+keeps each fold's best).
+
 :func:`check_folds` refuses, before any fit, the folds nothing can be fitted
 on.
 
@@ -23,7 +28,8 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import clone
@@ -31,19 +37,39 @@ from sklearn.base import clone
 from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
 
 
-@dataclass
-class FoldRows:
+class PathGrid(NamedTuple):
+    """What every job of one search shares: the grid it walks and what it keeps."""
+
+    path_name: str  # "s" or "C"
+    path_values: tuple  # ascending: each point starts from the previous one
+    inner_points: list  # dicts over the axes that keep the map (m)
+    scorer: Callable  # score(estimator, rows, logits)
+    classes: np.ndarray  # all classes of the search (a fold may miss one)
+    keep_models: bool  # refit=False predicts with each fold's best model
+    verbose: int
+
+
+class PathPoint(NamedTuple):
+    """One fitted point of a fold's path."""
+
+    score: float  # NaN on a test fold of zero weight
+    n_iter: int
+    fit_time: float
+    logits: np.ndarray  # held-out margin-free logits over all classes, NumPy
+    model: object  # the fitted point (None unless ``keep_models``)
+
+
+class FoldRows(NamedTuple):
     """A fold's training and held-out rows, raw and as the estimator sees them."""
 
     X_train: object
     y_train: np.ndarray
     sw_train: np.ndarray | None
+    premapped: tuple | None  # (feature_map, mapped training rows); None: no map
     X_test: object
+    y_test: np.ndarray
     y_test_encoded: np.ndarray
     sw_test: np.ndarray | None
-    y_test: np.ndarray
-    feature_map: object
-    features_train: object
     features_test: object
 
 
@@ -56,7 +82,11 @@ def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
     (string labels stay NumPy on both sides).
     """
     xp, device = input_namespace(X) or (None, None)
-    sw_train = None if sample_weight is None else sample_weight[train]
+    sw_train, sw_test = (
+        (None, None)
+        if sample_weight is None
+        else (sample_weight[train], sample_weight[test])
+    )
     X_train, X_test = (take_rows(X, rows, xp, device) for rows in (train, test))
     feature_map, features_train, features_test = estimator._fold_features(
         X_train, sw_train, X_test, xp, device
@@ -64,18 +94,11 @@ def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
     y_test = y[test]
     if xp is not None and y_test.dtype.kind in "biuf":
         y_test = to_device(y_test, xp, device)
+    premapped = None if feature_map is None else (feature_map, features_train)
     return FoldRows(
-        X_train,
-        y[train],
-        sw_train,
-        X_test,
-        y_encoded[test],
-        None if sample_weight is None else sample_weight[test],
-        y_test,
-        feature_map,
-        features_train,
-        features_test,
-    )
+        X_train, y[train], sw_train, premapped,
+        X_test, y_test, y_encoded[test], sw_test, features_test,
+    )  # fmt: skip
 
 
 def full_class_logits(logits, estimator_classes, classes, xp=None):
@@ -116,101 +139,53 @@ def held_out_logits(estimator, features):
     return to_numpy(device_logits(estimator, features, *namespace))
 
 
-def fit_fold(
-    estimator,
-    X,
-    y,
-    y_encoded,
-    sample_weight,
-    train,
-    test,
-    inner_points,
-    path_name,
-    path_values,
-    scorer,
-    keep_models,
-    verbose,
-    label,
-    classes,
-    scored=True,
-):
-    """Map one fold once, then run the path of every inner grid point on it.
+def point_label(point):
+    """``", m=0.05, ..."``: a grid point in a verbose line."""
+    return "".join(f", {k}={v}" for k, v in point.items())
+
+
+def fit_fold(estimator, data, train, test, grid, label, scored):
+    """Map one fold once, then walk the path of every inner grid point on it.
+
+    ``data`` is the search's ``(X, y, y_encoded, sample_weight)``. Each path
+    is warm-started over ascending ``grid.path_values``;
+    ``grid.scorer`` scores a fitted point from its held-out logits (or the raw
+    held-out rows, for a user's scoring). ``scored=False`` (a test fold of
+    zero weight) leaves the scores NaN.
 
     Returns
     -------
-    list of tuple
-        Per inner point, ``(scores, n_iter, fit_time, logits, models)`` as
-        :func:`fit_path` returns them.
+    list of PathPoint
+        The inner points in order, each along its path.
     """
-    rows = fold_rows(estimator, X, y, y_encoded, sample_weight, train, test)
-    return [
-        fit_path(
-            clone(estimator).set_params(**point),
-            rows,
-            path_name,
-            path_values,
-            scorer,
-            keep_models,
-            verbose,
-            label + "".join(f", {k}={v}" for k, v in point.items()),
-            classes,
-            scored,
-        )
-        for point in inner_points
-    ]
-
-
-def fit_path(
-    estimator,
-    rows,
-    path_name,
-    path_values,
-    scorer,
-    keep_models,
-    verbose,
-    label,
-    classes,
-    scored=True,
-):
-    """Warm-started path over one fold: scores, iterations, held-out logits.
-
-    ``scorer(estimator, rows, logits)`` scores a fitted point from the
-    held-out logits (or the raw held-out rows, for a user's scoring);
-    ``scored=False`` (a test fold of zero weight) leaves the scores NaN.
-    """
-    estimator = clone(estimator).set_params(warm_start=True)
-    premapped = None
-    if rows.feature_map is not None:
-        premapped = (rows.feature_map, rows.features_train)
-    n_path = len(path_values)
-    scores, n_iter, fit_time = np.empty(n_path), np.empty(n_path, int), np.empty(n_path)
-    logits, models = [], []
-    for k, value in enumerate(path_values):
-        start = time.perf_counter()
-        estimator.set_params(**{path_name: value})
-        # The FeatureScaleWarning is left to the final refit on all the rows,
-        # once, not once per fold and grid point.
-        estimator._fit(
-            rows.X_train, rows.y_train, rows.sw_train, premapped=premapped,
-            check_scale=False,
-        )  # fmt: skip
-        fit_time[k] = time.perf_counter() - start
-        n_iter[k] = estimator.n_iter_
-        point_logits = full_class_logits(
-            held_out_logits(estimator, rows.features_test),
-            estimator.classes_,
-            classes,
-        )
-        scores[k] = scorer(estimator, rows, point_logits) if scored else np.nan
-        logits.append(point_logits)
-        if keep_models:
-            models.append(copy.deepcopy(estimator).set_params(warm_start=False))
-        if verbose:
-            print(
-                f"[{label}] {path_name}={value:.4g}: score={scores[k]:.4f}, "
-                f"n_iter={n_iter[k]}, {fit_time[k]:.2f}s"
+    rows = fold_rows(estimator, *data, train, test)
+    points = []
+    for inner in grid.inner_points:
+        path = clone(estimator).set_params(**inner, warm_start=True)
+        for value in grid.path_values:
+            start = time.perf_counter()
+            path.set_params(**{grid.path_name: value})
+            # The FeatureScaleWarning is left to the final refit on all the
+            # rows, once, not once per fold and grid point.
+            path._fit(
+                rows.X_train, rows.y_train, rows.sw_train,
+                premapped=rows.premapped, check_scale=False,
+            )  # fmt: skip
+            fit_time = time.perf_counter() - start
+            logits = full_class_logits(
+                held_out_logits(path, rows.features_test), path.classes_, grid.classes
             )
-    return scores, n_iter, fit_time, logits, models
+            score = grid.scorer(path, rows, logits) if scored else np.nan
+            if grid.verbose:
+                print(
+                    f"[{label}{point_label(inner)}] {grid.path_name}={value:.4g}: "
+                    f"score={score:.4f}, n_iter={path.n_iter_}, {fit_time:.2f}s"
+                )
+            model = None
+            if grid.keep_models:
+                model = copy.deepcopy(path).set_params(warm_start=False)
+            points.append(PathPoint(score, path.n_iter_, fit_time, logits, model))
+    return points
 
 
 def check_folds(folds, y_encoded, classes, sample_weight, name):
