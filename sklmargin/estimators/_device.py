@@ -9,7 +9,9 @@ This module holds the leaves that differ on a device:
 * the logits kernel (:func:`device_logits`): the operations of
   :func:`~sklmargin.objective._linear.margin_free_logits` in ``xp``, without
   its in-place NumPy writes;
-* the softmax, the labels lookup and the open-set score in ``xp``;
+* the softmax and the labels lookup in ``xp`` (the other prediction steps,
+  the open-set score among them, are written once against the namespace:
+  :mod:`._predict`);
 * the end of a fit: the fitted arrays move to ``X``'s device
   (:func:`move_fitted_to_device`).
 
@@ -17,9 +19,9 @@ What crosses between host and device: once per fit the labels and the sample
 weights (``n`` numbers each) come to the host to be validated and encoded by
 the NumPy code, and the encoded labels go to the device; per L-BFGS
 evaluation the parameters and the gradient (``K d + K`` numbers, see
-:mod:`sklmargin.objective._namespace`); at the end of fit ``coef_``,
-``intercept_``, ``constant_coef_`` and the map's arrays move to the device,
-where scikit-learn keeps them (``classes_`` stays NumPy: labels may be
+:class:`~sklmargin.objective._linear.LinearMarginObjective`); at the end of
+fit ``coef_``, ``intercept_``, ``constant_coef_`` and the map's arrays move
+to the device, where scikit-learn keeps them (``classes_`` stays NumPy: labels may be
 strings). Predictions are returned in ``X``'s namespace, on its device.
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils.array_api import numpy_dtype, row_slices, to_device, to_numpy, wide_dtype
+from .._utils.array_api import numpy_dtype, to_device, to_numpy, wide_dtype
 from ..objective._pointwise import checked_logit_scale
 from ..objective._rows import TINY_NORM, lift_norms, row_norms
 
@@ -113,37 +115,3 @@ def device_labels(classes, indices, xp, device):
             return to_device(classes[to_numpy(indices)], xp, device)
     # String labels have no array API dtype: NumPy, as scikit-learn.
     return classes[to_numpy(indices)]
-
-
-def device_open_set_score(estimator, X, logits, xp, device):
-    """:meth:`score_samples` in ``xp`` (float64 where the device has it).
-
-    ``log max softmax(z / T)`` plus, for a Nyström map, ``-gamma`` times the
-    squared distance to the nearest centre, as
-    :func:`sklmargin.openset._scores.margin_softmax_score_samples`.
-    """
-    from ..features._nystroem import NystroemFeatures
-    from ..openset._scores import open_set_temperature
-
-    wide = wide_dtype(xp, device)
-    scaled = xp.astype(logits, wide) / open_set_temperature(estimator.s_)
-    shifted = scaled - xp.max(scaled, axis=1, keepdims=True)
-    score = -xp.log(xp.sum(xp.exp(shifted), axis=1))
-    feature_map = getattr(estimator, "feature_map_", None)
-    if not isinstance(feature_map, NystroemFeatures):
-        return score
-    X = estimator._transform_input(X, xp, device)  # the rows the map sees
-    centres = xp.astype(to_device(feature_map.components_, xp, device), wide)
-    offset = xp.mean(centres, axis=0)
-    root_gamma = float(np.sqrt(feature_map.gamma_))
-    centres = (centres - offset) * root_gamma
-    nearest = []
-    for rows in row_slices(X.shape[0], 8 * max(centres.shape[0], X.shape[1])):
-        part = (xp.astype(X[rows, :], wide) - offset) * root_gamma
-        distances = (
-            (part @ centres.T) * -2.0
-            + xp.sum(part * part, axis=1)[:, None]
-            + xp.sum(centres * centres, axis=1)[None, :]
-        )
-        nearest.append(xp.min(xp.clip(distances, min=0.0), axis=1))
-    return score - (xp.concat(nearest) if len(nearest) != 1 else nearest[0])
