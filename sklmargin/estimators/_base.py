@@ -11,8 +11,10 @@ on a device the fitted arrays then move to ``X``'s device. A Dask fit is a
 reduction over row chunks that feeds the same :meth:`_solve`
 (:mod:`sklmargin.integrations.dask._estimators`).
 
-Predict validates once, maps once and computes the margin-free logits; the
-decision, labels, probabilities and the open-set score are read from them.
+Predict validates once, maps once and computes the margin-free logits
+(:meth:`BaseMarginSoftmax._model_logits`); the decision, labels,
+probabilities and the open-set score are read from them by the methods every
+margin classifier shares (:mod:`._predict`).
 
 Nothing here knows a loss formula: :mod:`sklmargin.losses` holds those,
 :mod:`sklmargin.objective` the chain rule and :mod:`sklmargin.solver` the
@@ -64,7 +66,7 @@ from ..solver._start import (
     warm_start_params,
     weighted_class_sums,
 )
-from ._device import device_logits, move_fitted_to_device
+from ._device import move_fitted_to_device
 from ._metric import apply_input_transform
 from ._predict import MarginPredictMixin, accepted_rows
 
@@ -522,9 +524,9 @@ class BaseMarginSoftmax(
         where that dtype cannot hold them (``logits_in_dtype``).
         """
         features = self._map_features(self._transform_input(X, xp, device), xp, device)
+        logits = self._logits_of_features(features)
         if xp is None:
-            return logits_in_dtype(self._logits_of_features(features), X.dtype)
-        logits = device_logits(self, features, xp, device)
+            return logits_in_dtype(logits, X.dtype)
         if logits.dtype != X.dtype:  # a float64 kernel map asked about float32 rows
             largest = np.array([float(xp.max(xp.abs(logits)))])
             logits_in_dtype(largest, numpy_dtype(X.dtype))  # the range check
@@ -532,7 +534,7 @@ class BaseMarginSoftmax(
         return logits
 
     def _logits_of_features(self, features):
-        """Margin-free logits of NumPy rows already mapped by ``feature_map_``."""
+        """Margin-free logits of rows (any namespace) mapped by ``feature_map_``."""
         return margin_free_logits(
             self.margin_,
             features,

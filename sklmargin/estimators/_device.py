@@ -3,15 +3,13 @@ r"""The device leaves of fit and predict: what array API inputs do differently.
 With ``sklearn.set_config(array_api_dispatch=True)`` a torch tensor, CuPy or
 array-api-strict ``X`` runs the one fit and predict of
 :class:`~sklmargin.estimators._base.BaseMarginSoftmax` in its own namespace
-``xp`` on its own device (NumPy input runs the same steps with NumPy leaves).
-This module holds the leaves that differ on a device:
+``xp`` on its own device (NumPy input runs the same steps with NumPy leaves:
+the logits, :func:`~sklmargin.objective._linear.margin_free_logits`, and the
+open-set score, :mod:`sklmargin.openset._scores`, branch inside). This module
+holds the leaves that differ on a device:
 
-* the logits kernel (:func:`device_logits`): the operations of
-  :func:`~sklmargin.objective._linear.margin_free_logits` in ``xp``, without
-  its in-place NumPy writes;
-* the softmax and the labels lookup in ``xp`` (the other prediction steps,
-  the open-set score among them, are written once against the namespace:
-  :mod:`._predict`);
+* the softmax and the labels lookup in ``xp`` (their NumPy twins write in
+  place, or look up labels that may be strings: :mod:`._predict`);
 * the end of a fit: the fitted arrays move to ``X``'s device
   (:func:`move_fitted_to_device`).
 
@@ -21,17 +19,17 @@ the NumPy code, and the encoded labels go to the device; per L-BFGS
 evaluation the parameters and the gradient (``K d + K`` numbers, see
 :class:`~sklmargin.objective._linear.LinearMarginObjective`); at the end of
 fit ``coef_``, ``intercept_``, ``constant_coef_`` and the map's arrays move
-to the device, where scikit-learn keeps them (``classes_`` stays NumPy: labels may be
-strings). Predictions are returned in ``X``'s namespace, on its device.
+to the device, where scikit-learn keeps them (``classes_`` stays NumPy:
+labels may be strings). Per prediction the prototypes are normalised on the
+host (``K d`` numbers each way). Predictions are returned in ``X``'s
+namespace, on its device.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._utils.array_api import numpy_dtype, to_device, to_numpy, wide_dtype
-from ..objective._pointwise import checked_logit_scale
-from ..objective._rows import TINY_NORM, lift_norms, row_norms
+from .._utils.array_api import numpy_dtype, to_device, to_numpy
 
 #: The fitted arrays that live on the fit's device (the learned metric's too).
 _DEVICE_ATTRIBUTES = (
@@ -49,50 +47,6 @@ def move_fitted_to_device(estimator, xp, device):
     for name in _DEVICE_ATTRIBUTES:
         if getattr(estimator, name, None) is not None:
             setattr(estimator, name, to_device(getattr(estimator, name), xp, device))
-
-
-def device_logits(estimator, X, xp, device):
-    """Margin-free logits of the fitted model on mapped rows ``X`` in ``xp``.
-
-    The operations of :func:`sklmargin.objective._linear.margin_free_logits`
-    and :func:`sklmargin.objective._rows.lifted_cosines`, in their order:
-    prototypes (and their lift coordinate) normalised in float64, one GEMM in
-    ``X``'s dtype, the lift added, rows divided by ``|[x, c]|``, times the
-    training scale, plus the bias.
-    """
-    margin = estimator.margin_
-    dtype = X.dtype
-    np_dtype = numpy_dtype(dtype)
-    wide = wide_dtype(xp, device)
-    remedy = "predict with float64 input, or refit with a smaller s"
-    coef = to_device(estimator.coef_, xp, device)
-    intercept = xp.astype(to_device(estimator.intercept_, xp, device), dtype)
-    if not margin.uses_angle:
-        raw = X @ xp.astype(coef, dtype).T
-        scale = checked_logit_scale(margin, estimator.s_, None, None, np_dtype, remedy)
-        return raw * float(scale) + intercept
-    coef = xp.astype(coef, wide)
-    squared = xp.sum(coef * coef, axis=1)
-    constant = estimator.constant_feature_
-    lift = None
-    if constant:
-        lift = xp.astype(to_device(estimator.constant_coef_, xp, device), wide)
-        squared = squared + lift * lift
-    w_norm = xp.clip(xp.sqrt(squared), min=TINY_NORM)
-    cos = X @ xp.astype(coef / w_norm[:, None], dtype).T
-    if lift is not None:
-        cos = cos + xp.astype(constant * (lift / w_norm), dtype)
-    norms = lift_norms(row_norms(X), constant)
-    cos = cos * xp.astype(1.0 / xp.clip(norms, min=TINY_NORM), dtype)[:, None]
-    norms = xp.astype(norms, dtype)
-    checked_logit_scale(
-        margin, estimator.s_, np.array([float(xp.max(xp.astype(norms, wide)))]),
-        np.asarray(to_numpy(w_norm), dtype=np.float64), np_dtype, remedy,
-    )  # fmt: skip
-    scale = margin.logit_scale(estimator.s_, norms, w_norm)
-    if not isinstance(scale, (int, float)):
-        scale = xp.astype(scale, dtype)
-    return cos * scale + intercept
 
 
 def device_probabilities(logits, xp):

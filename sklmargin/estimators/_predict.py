@@ -16,13 +16,17 @@ in what they read from those logits,
   (:func:`~sklmargin.openset._scores.open_set_score`), averaged over the
   models.
 
+One pass can answer several of them: :class:`~sklmargin.OpenSetClassifier`
+reads the labels and the score from one (``_labels_and_score``).
+
 NumPy, SciPy sparse and array API rows (torch, CuPy, array-api-strict under
-``array_api_dispatch``) run the same steps in their namespace; only the
-softmax and the labels lookup have NumPy leaves (the in-place softmax of the
-training loss; labels that may be strings), the device ones being in
-:mod:`._device`. A Dask ``X`` is predicted chunk by chunk by these same
-methods (:func:`sklmargin.integrations.dask._estimators.predict_dask`), as a
-lazy Dask array.
+``array_api_dispatch``) run the same steps in their namespace. NumPy leaves
+are left where they pay: the logits kernel and the softmax write in place
+(their device twins are in :mod:`._device`), labels may be strings (looked
+up on the host), and the score's log-sum-exp is SciPy's. A Dask ``X`` is
+predicted chunk by chunk by these same methods
+(:func:`sklmargin.integrations.dask._estimators.predict_dask`), as a lazy
+Dask array.
 """
 
 from __future__ import annotations
@@ -106,30 +110,36 @@ class MarginPredictMixin:
         """Return the logits ``method`` reads: here the one model's own."""
         return pairs[0][1]
 
-    def _predict_logits(self, X, method):
-        """``(logits, X, xp, device)``: the logits ``method`` reads, and ``X``."""
-        X, xp, device, pairs = self._fitted_logits(X, method)
-        return self._combined_logits(pairs, method, xp), X, xp, device
-
     def _logits(self, X):
         """Margin-free logits of the fitted model(s) (n_samples, n_classes)."""
-        return self._predict_logits(X, "decision_function")[0]
+        X, xp, _, pairs = self._fitted_logits(X, "decision_function")
+        return self._combined_logits(pairs, "decision_function", xp)
 
-    def _routed(self, X, method):
-        """``method(X)`` over the row chunks of a Dask ``X``, else None."""
-        if not is_dask(X):
-            return None
-        from ..integrations.dask._estimators import predict_dask
+    def _predicted(self, X, method):
+        """``method(X)``, read from one pass of logits (Dask ``X``: by chunks)."""
+        if is_dask(X):  # each chunk comes back here as NumPy rows, on a worker
+            from ..integrations.dask._estimators import predict_dask
 
-        return predict_dask(self, method, X)
+            return predict_dask(self, method, X)
+        return self._read(method, *self._fitted_logits(X, method))
 
-    def _open_set_score(self, X, xp, device, pairs):
-        """Return the models' mean open-set score of validated ``X``."""
-        scores = [open_set_score(model, X, z, xp, device) for model, z in pairs]
-        if len(scores) == 1:
-            return scores[0]
-        xp_ = np if xp is None else xp
-        return xp_.mean(xp_.stack(scores), axis=0)
+    def _read(self, method, X, xp, device, pairs):
+        """``method``'s result, read from the models' logits ``pairs`` of ``X``."""
+        if method == "score_samples":  # each model's score, averaged
+            scores = [open_set_score(model, X, z, xp, device) for model, z in pairs]
+            if len(scores) == 1:
+                return scores[0]
+            xp_ = np if xp is None else xp
+            return xp_.mean(xp_.stack(scores), axis=0)
+        logits = self._combined_logits(pairs, method, xp)
+        if method == "decision_function":
+            return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+        if method == "predict":
+            return labels_of(self.classes_, logits, xp, device)
+        proba = softmax_probabilities(logits, xp)
+        if method == "predict_proba":
+            return proba
+        return (np if xp is None else xp).log(proba)
 
     def _labels_and_score(self, X):
         """``(predict(X), score_samples(X))`` from one pass over ``X``.
@@ -137,10 +147,8 @@ class MarginPredictMixin:
         What :meth:`OpenSetClassifier.predict` needs (NumPy rows): the rows
         are validated once, and each model maps them to logits once.
         """
-        X, xp, device, pairs = self._fitted_logits(X, "predict")
-        logits = self._combined_logits(pairs, "predict", xp)
-        labels = labels_of(self.classes_, logits, xp, device)
-        return labels, self._open_set_score(X, xp, device, pairs)
+        one_pass = self._fitted_logits(X, "predict")
+        return self._read("predict", *one_pass), self._read("score_samples", *one_pass)
 
     def decision_function(self, X):
         """Margin-free logits :math:`z(x)`; for two classes, :math:`z_1 - z_0` (1-D).
@@ -161,10 +169,7 @@ class MarginPredictMixin:
         array of shape (n_samples,) or (n_samples, n_classes)
             In ``X``'s namespace and on its device.
         """
-        if (routed := self._routed(X, "decision_function")) is not None:
-            return routed
-        logits = self._predict_logits(X, "decision_function")[0]
-        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+        return self._predicted(X, "decision_function")
 
     def predict(self, X):
         """Class of the largest logit of :meth:`decision_function`.
@@ -180,10 +185,7 @@ class MarginPredictMixin:
             Values of ``classes_``; numeric labels in ``X``'s namespace and on
             its device (string labels stay NumPy).
         """
-        if (routed := self._routed(X, "predict")) is not None:
-            return routed
-        logits, _, xp, device = self._predict_logits(X, "predict")
-        return labels_of(self.classes_, logits, xp, device)
+        return self._predicted(X, "predict")
 
     def predict_proba(self, X):
         r"""Probabilities :math:`\mathrm{softmax}(z / T)` of the margin-free logits.
@@ -202,10 +204,7 @@ class MarginPredictMixin:
         array of shape (n_samples, n_classes)
             In ``X``'s namespace and on its device.
         """
-        if (routed := self._routed(X, "predict_proba")) is not None:
-            return routed
-        logits, _, xp, _ = self._predict_logits(X, "predict_proba")
-        return softmax_probabilities(logits, xp)
+        return self._predicted(X, "predict_proba")
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
@@ -225,10 +224,7 @@ class MarginPredictMixin:
         array of shape (n_samples, n_classes)
             In ``X``'s namespace and on its device.
         """
-        if (routed := self._routed(X, "predict_log_proba")) is not None:
-            return routed
-        logits, _, xp, _ = self._predict_logits(X, "predict_log_proba")
-        return (np if xp is None else xp).log(softmax_probabilities(logits, xp))
+        return self._predicted(X, "predict_log_proba")
 
     def score_samples(self, X):
         r"""Open-set score: higher means more typical of the known classes.
@@ -258,7 +254,4 @@ class MarginPredictMixin:
             In float64 (the widest float of ``X``'s device), at most 0; in
             ``X``'s namespace and on its device.
         """
-        if (routed := self._routed(X, "score_samples")) is not None:
-            return routed
-        X, xp, device, pairs = self._fitted_logits(X, "score_samples")
-        return self._open_set_score(X, xp, device, pairs)
+        return self._predicted(X, "score_samples")
