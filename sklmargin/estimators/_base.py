@@ -42,14 +42,14 @@ from .._utils.array_api import (
     to_device,
     to_numpy,
 )
-from .._utils.compat import Interval, StrOptions, fit_context
+from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
     check_feature_scales,
+    check_logit_range,
     check_sample_and_class_weight,
     check_two_classes,
-    logits_in_dtype,
 )
 from ..losses._additive import Softmax
 from ..losses._base import Margin
@@ -520,18 +520,20 @@ class BaseMarginSoftmax(
     def _model_logits(self, X, xp=None, device=None):
         """Margin-free logits of validated rows, in their dtype and namespace.
 
-        In ``X``'s dtype whatever precision a kernel map computed in, refused
-        where that dtype cannot hold them (``logits_in_dtype``).
+        In ``X``'s dtype whatever precision a kernel map computed in: a
+        float64 model asked about float32 rows casts its logits, refused
+        (ValueError) where float32 cannot hold them.
         """
         features = self._map_features(self._transform_input(X, xp, device), xp, device)
         logits = self._logits_of_features(features)
-        if xp is None:
-            return logits_in_dtype(logits, X.dtype)
-        if logits.dtype != X.dtype:  # a float64 kernel map asked about float32 rows
-            largest = np.array([float(xp.max(xp.abs(logits)))])
-            logits_in_dtype(largest, numpy_dtype(X.dtype))  # the range check
-            logits = xp.astype(logits, X.dtype)
-        return logits
+        if logits.dtype == X.dtype:
+            return logits
+        xp_ = array_api_compat.array_namespace(logits)
+        check_logit_range(
+            float(xp_.max(xp_.abs(logits))), numpy_dtype(X.dtype),
+            f"predict on {numpy_dtype(logits.dtype)} rows, or refit with a lower s",
+        )  # fmt: skip
+        return xp_.astype(logits, X.dtype)
 
     def _logits_of_features(self, features):
         """Margin-free logits of rows (any namespace) mapped by ``feature_map_``."""

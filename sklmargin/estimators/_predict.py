@@ -3,7 +3,7 @@ r"""Predict, written once: every prediction is read from one pass of logits.
 :class:`MarginPredictMixin` gives the margin-softmax classifiers and their
 cross-validated variants ``decision_function``, ``predict``,
 ``predict_proba``, ``predict_log_proba`` and ``score_samples``. Each
-validates ``X`` once (:func:`predict_inputs`) and asks every model that
+validates ``X`` once and asks every model that
 predicts for its margin-free logits of it, once (the estimator itself; a CV
 estimator's refit model, or its fold models): the methods then differ only
 in what they read from those logits,
@@ -52,36 +52,6 @@ def accepted_rows(xp):
     return {"dtype": [xp.float64, xp.float32]}
 
 
-def predict_inputs(estimator, X, method, model):
-    """``(X, xp, device)``: ``X`` validated for ``estimator.<method>``.
-
-    ``model`` is the fitted model that predicts (``estimator`` itself, or a CV
-    estimator's refit or fold model): ``X`` must come from the namespace and
-    the device it was fitted on, and the error names ``estimator``.
-    """
-    check_is_fitted(estimator)
-    namespace = input_namespace(X)
-    xp, device = namespace or (None, None)
-    if namespace is not None or fitted_on_device(model):
-        name = f"{type(estimator).__name__}.{method}()"
-        check_same_namespace(model.coef_, X, name, method, xp, device)
-    return validate_data(estimator, X, reset=False, **accepted_rows(xp)), xp, device
-
-
-def softmax_probabilities(logits, xp):
-    """Row-wise softmax, floored at the dtype's smallest positive number."""
-    if xp is None:
-        return predicted_probabilities(logits)
-    return device_probabilities(logits, xp)
-
-
-def labels_of(classes, logits, xp, device):
-    """``classes`` at each row's largest logit (on ``X``'s device when numeric)."""
-    if xp is None:
-        return classes[np.argmax(logits, axis=1)]
-    return device_labels(classes, xp.argmax(logits, axis=1), xp, device)
-
-
 class MarginPredictMixin:
     """The predictions of every margin-softmax classifier, from one logits pass.
 
@@ -98,11 +68,19 @@ class MarginPredictMixin:
     def _fitted_logits(self, X, method):
         """``(X, xp, device, pairs)``: ``X`` validated once for ``method``.
 
-        ``pairs`` holds ``(model, logits)`` for each predicting model: its own
-        margin-free logits of ``X``, in ``X``'s dtype and namespace.
+        ``X`` must come from the namespace and the device the models were
+        fitted on (the error names ``method``). ``pairs`` holds ``(model,
+        logits)`` for each predicting model: its own margin-free logits of
+        ``X``, in ``X``'s dtype and namespace.
         """
+        check_is_fitted(self)
         models = self._predicting_models()
-        X, xp, device = predict_inputs(self, X, method, models[0])
+        namespace = input_namespace(X)
+        xp, device = namespace or (None, None)
+        if namespace is not None or fitted_on_device(models[0]):
+            name = f"{type(self).__name__}.{method}()"
+            check_same_namespace(models[0].coef_, X, name, method, xp, device)
+        X = validate_data(self, X, reset=False, **accepted_rows(xp))
         pairs = [(model, model._model_logits(X, xp, device)) for model in models]
         return X, xp, device, pairs
 
@@ -134,9 +112,15 @@ class MarginPredictMixin:
         logits = self._combined_logits(pairs, method, xp)
         if method == "decision_function":
             return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
-        if method == "predict":
-            return labels_of(self.classes_, logits, xp, device)
-        proba = softmax_probabilities(logits, xp)
+        if method == "predict":  # labels on X's device where they are numbers
+            if xp is None:
+                return self.classes_[np.argmax(logits, axis=1)]
+            return device_labels(self.classes_, xp.argmax(logits, axis=1), xp, device)
+        # Floored at the dtype's smallest positive number (NumPy: in place).
+        if xp is None:
+            proba = predicted_probabilities(logits)
+        else:
+            proba = device_probabilities(logits, xp)
         if method == "predict_proba":
             return proba
         return (np if xp is None else xp).log(proba)

@@ -34,7 +34,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted
 
 from .._utils.array_api import (
     input_namespace,
@@ -484,7 +483,6 @@ class _BaseMarginSoftmaxCV(
     # -- prediction (the public methods: MarginPredictMixin) ------------------
     def _predicting_models(self):
         """Return the models that predict: the refit one, or each fold's best."""
-        check_is_fitted(self)
         return fitted_models(self)
 
     def _combined_logits(self, pairs, method, xp):
