@@ -103,11 +103,11 @@ class MarginPredictMixin:
 
     def _read(self, method, X, xp, device, pairs):
         """``method``'s result, read from the models' logits ``pairs`` of ``X``."""
+        xp_ = np if xp is None else xp
         if method == "score_samples":  # each model's score, averaged
             scores = [open_set_score(model, X, z, xp, device) for model, z in pairs]
             if len(scores) == 1:
                 return scores[0]
-            xp_ = np if xp is None else xp
             return xp_.mean(xp_.stack(scores), axis=0)
         logits = self._combined_logits(pairs, method, xp)
         if method == "decision_function":
@@ -121,9 +121,7 @@ class MarginPredictMixin:
             proba = predicted_probabilities(logits)
         else:
             proba = device_probabilities(logits, xp)
-        if method == "predict_proba":
-            return proba
-        return (np if xp is None else xp).log(proba)
+        return proba if method == "predict_proba" else xp_.log(proba)
 
     def _labels_and_score(self, X):
         """``(predict(X), score_samples(X))`` from one pass over ``X``.

@@ -37,6 +37,13 @@ the linear default 1.0-1.4 (:math:`s/T` = 21-31): :math:`T = s/30` reads the
 probabilities near the calibrated scale. It was not tuned for AUROC, which
 is flat in it (screening: 0.812 at :math:`T = 1`, 0.817 at :math:`s/T = 33`).
 
+The score is written once, against the rows' array namespace:
+:func:`open_set_score` serves NumPy, sparse and array API rows (Dask rows
+chunk by chunk), for one model or, averaged, for a CV estimator's fold
+models (:mod:`sklmargin.estimators._predict`). Only the log-sum-exp has a
+NumPy leaf (SciPy's); the distances are the Nyström map's own
+(:func:`~sklmargin.features._kernel_block.scaled_squared_distances`).
+
 References
 ----------
 .. [1] D. Hendrycks and K. Gimpel, "A Baseline for Detecting Misclassified and
