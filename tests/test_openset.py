@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklmargin import (
     KernelMarginSoftmaxClassifier,
+    KernelMarginSoftmaxClassifierCV,
     MarginSoftmaxClassifier,
     OpenSetClassifier,
 )
@@ -146,18 +147,24 @@ def test_predict_margin_decision_and_proba_agree(fitted, digits):
     assert fitted.unknown_label_ == -1
 
 
-@pytest.mark.parametrize("around_a_pipeline", [False, True])
-def test_predict_maps_the_rows_once(around_a_pipeline, fitted, digits, monkeypatch):
+@pytest.mark.parametrize("inner", ["kernel", "pipeline", "cv"])
+def test_predict_maps_the_rows_once(inner, fitted, digits, monkeypatch):
     X, y, X_test, X_unknown = digits
-    if around_a_pipeline:
+    if inner == "pipeline":
         inner = make_pipeline(StandardScaler(), KernelMarginSoftmaxClassifier(**KERNEL))
         fitted = OpenSetClassifier(inner).fit(X, y)
+    elif inner == "cv":  # two fold models, each mapping the rows once
+        inner = KernelMarginSoftmaxClassifierCV(
+            ss=[30.0], n_components=100, cv=2, refit=False, random_state=0
+        )
+        fitted = OpenSetClassifier(inner, cv=2).fit(X, y)
     rows = np.vstack([X_test, X_unknown])
     # What predict answers: the estimator's class, -1 where the margin is < 0.
     expected = np.where(
         fitted.open_set_margin(rows) < 0, -1, fitted.estimator_.predict(rows)
     )
-    kernel = fitted.estimator_[-1] if around_a_pipeline else fitted.estimator_
+    models = getattr(fitted.estimator_, "estimators_", None) or [fitted.estimator_]
+    kernel = models[0][-1] if hasattr(models[0], "steps") else models[0]
     feature_map = type(kernel.feature_map_)
     transform, calls = feature_map.transform, []
     monkeypatch.setattr(
@@ -166,7 +173,7 @@ def test_predict_maps_the_rows_once(around_a_pipeline, fitted, digits, monkeypat
         lambda self, X: calls.append(len(X)) or transform(self, X),
     )
     np.testing.assert_array_equal(fitted.predict(rows), expected)
-    assert calls == [len(rows)]
+    assert calls == [len(rows)] * len(models)
 
 
 def test_string_labels(digits):

@@ -104,11 +104,19 @@ def test_cv_score_without_refit_averages_the_folds(digits):
     [
         MarginSoftmaxClassifier(loss="softmax", random_state=0),
         KernelMarginSoftmaxClassifier(n_components=120, metric=None, random_state=0),
+        # The CV estimators predict through the same methods: the folds' mean.
+        KernelMarginSoftmaxClassifierCV(
+            ss=[30.0], n_components=60, metric=None, cv=2, refit=False, random_state=0
+        ),
     ],
     ids=lambda e: type(e).__name__,
 )
 def test_score_samples_keeps_the_input_array_type(estimator):
-    """NumPy, Dask and array-api-strict rows: equal scores, in the input's type."""
+    """NumPy, Dask and array-api-strict rows: equal scores, in the input's type.
+
+    The score is written once against the array namespace
+    (``sklmargin.openset._scores.open_set_score``): every input runs it.
+    """
     X, y = make_classification(
         n_samples=300, n_features=8, n_informative=5, n_classes=3, random_state=0
     )

@@ -11,8 +11,10 @@ on a device the fitted arrays then move to ``X``'s device. A Dask fit is a
 reduction over row chunks that feeds the same :meth:`_solve`
 (:mod:`sklmargin.integrations.dask._estimators`).
 
-Predict validates once, maps once and computes the margin-free logits; the
-decision, labels, probabilities and the open-set score are read from them.
+Predict validates once, maps once and computes the margin-free logits
+(:meth:`BaseMarginSoftmax._model_logits`); the decision, labels,
+probabilities and the open-set score are read from them by the methods every
+margin classifier shares (:mod:`._predict`).
 
 Nothing here knows a loss formula: :mod:`sklmargin.losses` holds those,
 :mod:`sklmargin.objective` the chain rule and :mod:`sklmargin.solver` the
@@ -28,14 +30,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_consistent_length,
-    check_is_fitted,
     column_or_1d,
     validate_data,
 )
 
 from .._utils.array_api import (
-    check_same_namespace,
-    fitted_on_device,
     host_inputs,
     input_namespace,
     is_dask,
@@ -43,24 +42,22 @@ from .._utils.array_api import (
     to_device,
     to_numpy,
 )
-from .._utils.compat import Interval, StrOptions, fit_context
+from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
     check_feature_scales,
+    check_logit_range,
     check_sample_and_class_weight,
     check_two_classes,
-    logits_in_dtype,
 )
 from ..losses._additive import Softmax
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES, get_margin
 from ..losses._support_vectors import with_support_vectors
-from ..objective._cross_entropy import predicted_probabilities
 from ..objective._linear import LinearMarginObjective, margin_free_logits
 from ..objective._pointwise import checked_logit_scale
 from ..objective._rows import PreparedRows, lift_constant, prepare_rows, row_norms
-from ..openset._scores import OpenSetScoreMixin
 from ..solver._lbfgs import fit_continuation, lambda_schedule, warn_if_not_converged
 from ..solver._start import (
     optimal_intercept,
@@ -69,7 +66,9 @@ from ..solver._start import (
     warm_start_params,
     weighted_class_sums,
 )
+from ._device import move_fitted_to_device
 from ._metric import apply_input_transform
+from ._predict import MarginPredictMixin, accepted_rows
 
 
 def _dask_integration(X):
@@ -79,13 +78,6 @@ def _dask_integration(X):
     from ..integrations.dask import _estimators as _dask
 
     return _dask
-
-
-def _accepted(xp):
-    """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
-    if xp is None:
-        return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
-    return {"dtype": [xp.float64, xp.float32]}
 
 
 def validate_training_data(estimator, X, y, sample_weight, xp):
@@ -98,9 +90,9 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     """
     y, sample_weight = host_inputs(y, sample_weight)
     if xp is None:
-        X, y = validate_data(estimator, X, y, order="C", **_accepted(None))
+        X, y = validate_data(estimator, X, y, order="C", **accepted_rows(None))
         return X, y, sample_weight
-    X = validate_data(estimator, X, **_accepted(xp))
+    X = validate_data(estimator, X, **accepted_rows(xp))
     y = column_or_1d(y, warn=True)
     check_consistent_length(X, y)
     return X, y, sample_weight
@@ -112,40 +104,6 @@ def encode_labels(y):
     classes, y_encoded = np.unique(y, return_inverse=True)
     check_two_classes(classes)
     return classes, y_encoded
-
-
-def predict_inputs(estimator, X, method, model):
-    """``(X, xp, device)``: ``X`` validated for ``estimator.<method>``.
-
-    ``model`` is the fitted model that predicts (``estimator`` itself, or a CV
-    estimator's refit or fold model): ``X`` must come from the namespace and
-    the device it was fitted on, and the error names ``estimator``.
-    """
-    check_is_fitted(estimator)
-    namespace = input_namespace(X)
-    xp, device = namespace or (None, None)
-    if namespace is not None or fitted_on_device(model):
-        name = f"{type(estimator).__name__}.{method}()"
-        check_same_namespace(model.coef_, X, name, method, xp, device)
-    return validate_data(estimator, X, reset=False, **_accepted(xp)), xp, device
-
-
-def softmax_probabilities(logits, xp):
-    """Row-wise softmax, floored at the dtype's smallest positive number."""
-    if xp is None:
-        return predicted_probabilities(logits)
-    from ._device import device_probabilities
-
-    return device_probabilities(logits, xp)
-
-
-def labels_of(classes, logits, xp, device):
-    """``classes`` at each row's largest logit (on ``X``'s device when numeric)."""
-    if xp is None:
-        return classes[np.argmax(logits, axis=1)]
-    from ._device import device_labels
-
-    return device_labels(classes, xp.argmax(logits, axis=1), xp, device)
 
 
 def _objective_leaves(estimator, y_encoded, sample_weight, n_classes, xp, device):
@@ -205,7 +163,7 @@ def _class_mean_closeness(objective, n_classes):
 
 
 class BaseMarginSoftmax(
-    LegacyStateMixin, DocLinkMixin, OpenSetScoreMixin, ClassifierMixin, BaseEstimator
+    LegacyStateMixin, DocLinkMixin, MarginPredictMixin, ClassifierMixin, BaseEstimator
 ):
     """Shared fit/predict of the linear and the kernel estimator.
 
@@ -422,8 +380,6 @@ class BaseMarginSoftmax(
             softmax_problem,
         )
         if xp is not None:
-            from ._device import move_fitted_to_device
-
             move_fitted_to_device(self, xp, device)
         return self
 
@@ -560,42 +516,27 @@ class BaseMarginSoftmax(
             "lambda_min (default 20). "
         )
 
-    # -- prediction -----------------------------------------------------------
-    def _routed(self, X, method):
-        """``method(X)`` over the row chunks of a Dask ``X``, else None."""
-        if (dask := _dask_integration(X)) is None:
-            return None
-        return dask.predict_dask(self, method, X)
-
-    def _predict_logits(self, X, method):
-        """``(logits, X, xp, device)``: margin-free logits of validated ``X``."""
-        X, xp, device = predict_inputs(self, X, method, self)
-        return self._model_logits(X, xp, device), X, xp, device
-
+    # -- prediction (the public methods: MarginPredictMixin) ------------------
     def _model_logits(self, X, xp=None, device=None):
         """Margin-free logits of validated rows, in their dtype and namespace.
 
-        In ``X``'s dtype whatever precision a kernel map computed in, refused
-        where that dtype cannot hold them (``logits_in_dtype``).
+        In ``X``'s dtype whatever precision a kernel map computed in: a
+        float64 model asked about float32 rows casts its logits, refused
+        (ValueError) where float32 cannot hold them.
         """
         features = self._map_features(self._transform_input(X, xp, device), xp, device)
-        if xp is None:
-            return logits_in_dtype(self._logits_of_features(features), X.dtype)
-        from ._device import device_logits
-
-        logits = device_logits(self, features, xp, device)
-        if logits.dtype != X.dtype:  # a float64 kernel map asked about float32 rows
-            largest = np.array([float(xp.max(xp.abs(logits)))])
-            logits_in_dtype(largest, numpy_dtype(X.dtype))  # the range check
-            logits = xp.astype(logits, X.dtype)
-        return logits
-
-    def _logits(self, X):
-        """Margin-free logits of the fitted model (n_samples, n_classes)."""
-        return self._predict_logits(X, "decision_function")[0]
+        logits = self._logits_of_features(features)
+        if logits.dtype == X.dtype:
+            return logits
+        xp_ = array_api_compat.array_namespace(logits)
+        check_logit_range(
+            float(xp_.max(xp_.abs(logits))), numpy_dtype(X.dtype),
+            f"predict on {numpy_dtype(logits.dtype)} rows, or refit with a lower s",
+        )  # fmt: skip
+        return xp_.astype(logits, X.dtype)
 
     def _logits_of_features(self, features):
-        """Margin-free logits of NumPy rows already mapped by ``feature_map_``."""
+        """Margin-free logits of rows (any namespace) mapped by ``feature_map_``."""
         return margin_free_logits(
             self.margin_,
             features,
@@ -605,90 +546,6 @@ class BaseMarginSoftmax(
             constant=self.constant_feature_,
             constant_coef=self.constant_coef_,
         )
-
-    def _array_api_predict(self, X, method="score_samples"):
-        """:meth:`score_samples` of array API input (or of a device model).
-
-        None for NumPy input to a NumPy model: the caller's NumPy code runs.
-        """
-        if input_namespace(X) is None and not fitted_on_device(self):
-            return None
-        from ._device import device_open_set_score
-
-        logits, X, xp, device = self._predict_logits(X, method)
-        return device_open_set_score(self, X, logits, xp, device)
-
-    def decision_function(self, X):
-        """Margin-free logits; for two classes, ``z_1 - z_0`` (1-D).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            In ``X``'s namespace and on its device.
-        """
-        if (routed := self._routed(X, "decision_function")) is not None:
-            return routed
-        logits = self._predict_logits(X, "decision_function")[0]
-        if logits.shape[1] == 2:
-            return logits[:, 1] - logits[:, 0]
-        return logits
-
-    def predict(self, X):
-        """Class of the largest logit.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        if (routed := self._routed(X, "predict")) is not None:
-            return routed
-        logits, _, xp, device = self._predict_logits(X, "predict")
-        return labels_of(self.classes_, logits, xp, device)
-
-    def predict_proba(self, X):
-        """Softmax of the margin-free logits.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        if (routed := self._routed(X, "predict_proba")) is not None:
-            return routed
-        logits, _, xp, _ = self._predict_logits(X, "predict_proba")
-        return softmax_probabilities(logits, xp)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Taken as ``log(predict_proba)`` rather than a separate log-softmax so that
-        both agree to the last bit in float32 at large ``s``. Probabilities are
-        floored at the dtype's smallest positive number, so the logarithm is
-        finite (at least -103.3 in float32, -744.4 in float64).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        if (routed := self._routed(X, "predict_log_proba")) is not None:
-            return routed
-        logits, _, xp, _ = self._predict_logits(X, "predict_log_proba")
-        return (np if xp is None else xp).log(softmax_probabilities(logits, xp))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -3,13 +3,13 @@ r"""The device leaves of fit and predict: what array API inputs do differently.
 With ``sklearn.set_config(array_api_dispatch=True)`` a torch tensor, CuPy or
 array-api-strict ``X`` runs the one fit and predict of
 :class:`~sklmargin.estimators._base.BaseMarginSoftmax` in its own namespace
-``xp`` on its own device (NumPy input runs the same steps with NumPy leaves).
-This module holds the leaves that differ on a device:
+``xp`` on its own device (NumPy input runs the same steps with NumPy leaves:
+the logits, :func:`~sklmargin.objective._linear.margin_free_logits`, and the
+open-set score, :mod:`sklmargin.openset._scores`, branch inside). This module
+holds the leaves that differ on a device:
 
-* the logits kernel (:func:`device_logits`): the operations of
-  :func:`~sklmargin.objective._linear.margin_free_logits` in ``xp``, without
-  its in-place NumPy writes;
-* the softmax, the labels lookup and the open-set score in ``xp``;
+* the softmax and the labels lookup in ``xp`` (their NumPy twins write in
+  place, or look up labels that may be strings: :mod:`._predict`);
 * the end of a fit: the fitted arrays move to ``X``'s device
   (:func:`move_fitted_to_device`).
 
@@ -17,19 +17,19 @@ What crosses between host and device: once per fit the labels and the sample
 weights (``n`` numbers each) come to the host to be validated and encoded by
 the NumPy code, and the encoded labels go to the device; per L-BFGS
 evaluation the parameters and the gradient (``K d + K`` numbers, see
-:mod:`sklmargin.objective._namespace`); at the end of fit ``coef_``,
-``intercept_``, ``constant_coef_`` and the map's arrays move to the device,
-where scikit-learn keeps them (``classes_`` stays NumPy: labels may be
-strings). Predictions are returned in ``X``'s namespace, on its device.
+:class:`~sklmargin.objective._linear.LinearMarginObjective`); at the end of
+fit ``coef_``, ``intercept_``, ``constant_coef_`` and the map's arrays move
+to the device, where scikit-learn keeps them (``classes_`` stays NumPy:
+labels may be strings). Per prediction the prototypes are normalised on the
+host (``K d`` numbers each way). Predictions are returned in ``X``'s
+namespace, on its device.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._utils.array_api import numpy_dtype, row_slices, to_device, to_numpy, wide_dtype
-from ..objective._pointwise import checked_logit_scale
-from ..objective._rows import TINY_NORM, lift_norms, row_norms
+from .._utils.array_api import numpy_dtype, to_device, to_numpy
 
 #: The fitted arrays that live on the fit's device (the learned metric's too).
 _DEVICE_ATTRIBUTES = (
@@ -47,50 +47,6 @@ def move_fitted_to_device(estimator, xp, device):
     for name in _DEVICE_ATTRIBUTES:
         if getattr(estimator, name, None) is not None:
             setattr(estimator, name, to_device(getattr(estimator, name), xp, device))
-
-
-def device_logits(estimator, X, xp, device):
-    """Margin-free logits of the fitted model on mapped rows ``X`` in ``xp``.
-
-    The operations of :func:`sklmargin.objective._linear.margin_free_logits`
-    and :func:`sklmargin.objective._rows.lifted_cosines`, in their order:
-    prototypes (and their lift coordinate) normalised in float64, one GEMM in
-    ``X``'s dtype, the lift added, rows divided by ``|[x, c]|``, times the
-    training scale, plus the bias.
-    """
-    margin = estimator.margin_
-    dtype = X.dtype
-    np_dtype = numpy_dtype(dtype)
-    wide = wide_dtype(xp, device)
-    remedy = "predict with float64 input, or refit with a smaller s"
-    coef = to_device(estimator.coef_, xp, device)
-    intercept = xp.astype(to_device(estimator.intercept_, xp, device), dtype)
-    if not margin.uses_angle:
-        raw = X @ xp.astype(coef, dtype).T
-        scale = checked_logit_scale(margin, estimator.s_, None, None, np_dtype, remedy)
-        return raw * float(scale) + intercept
-    coef = xp.astype(coef, wide)
-    squared = xp.sum(coef * coef, axis=1)
-    constant = estimator.constant_feature_
-    lift = None
-    if constant:
-        lift = xp.astype(to_device(estimator.constant_coef_, xp, device), wide)
-        squared = squared + lift * lift
-    w_norm = xp.clip(xp.sqrt(squared), min=TINY_NORM)
-    cos = X @ xp.astype(coef / w_norm[:, None], dtype).T
-    if lift is not None:
-        cos = cos + xp.astype(constant * (lift / w_norm), dtype)
-    norms = lift_norms(row_norms(X), constant)
-    cos = cos * xp.astype(1.0 / xp.clip(norms, min=TINY_NORM), dtype)[:, None]
-    norms = xp.astype(norms, dtype)
-    checked_logit_scale(
-        margin, estimator.s_, np.array([float(xp.max(xp.astype(norms, wide)))]),
-        np.asarray(to_numpy(w_norm), dtype=np.float64), np_dtype, remedy,
-    )  # fmt: skip
-    scale = margin.logit_scale(estimator.s_, norms, w_norm)
-    if not isinstance(scale, (int, float)):
-        scale = xp.astype(scale, dtype)
-    return cos * scale + intercept
 
 
 def device_probabilities(logits, xp):
@@ -113,37 +69,3 @@ def device_labels(classes, indices, xp, device):
             return to_device(classes[to_numpy(indices)], xp, device)
     # String labels have no array API dtype: NumPy, as scikit-learn.
     return classes[to_numpy(indices)]
-
-
-def device_open_set_score(estimator, X, logits, xp, device):
-    """:meth:`score_samples` in ``xp`` (float64 where the device has it).
-
-    ``log max softmax(z / T)`` plus, for a Nyström map, ``-gamma`` times the
-    squared distance to the nearest centre, as
-    :func:`sklmargin.openset._scores.margin_softmax_score_samples`.
-    """
-    from ..features._nystroem import NystroemFeatures
-    from ..openset._scores import open_set_temperature
-
-    wide = wide_dtype(xp, device)
-    scaled = xp.astype(logits, wide) / open_set_temperature(estimator.s_)
-    shifted = scaled - xp.max(scaled, axis=1, keepdims=True)
-    score = -xp.log(xp.sum(xp.exp(shifted), axis=1))
-    feature_map = getattr(estimator, "feature_map_", None)
-    if not isinstance(feature_map, NystroemFeatures):
-        return score
-    X = estimator._transform_input(X, xp, device)  # the rows the map sees
-    centres = xp.astype(to_device(feature_map.components_, xp, device), wide)
-    offset = xp.mean(centres, axis=0)
-    root_gamma = float(np.sqrt(feature_map.gamma_))
-    centres = (centres - offset) * root_gamma
-    nearest = []
-    for rows in row_slices(X.shape[0], 8 * max(centres.shape[0], X.shape[1])):
-        part = (xp.astype(X[rows, :], wide) - offset) * root_gamma
-        distances = (
-            (part @ centres.T) * -2.0
-            + xp.sum(part * part, axis=1)[:, None]
-            + xp.sum(centres * centres, axis=1)[None, :]
-        )
-        nearest.append(xp.min(xp.clip(distances, min=0.0), axis=1))
-    return score - (xp.concat(nearest) if len(nearest) != 1 else nearest[0])

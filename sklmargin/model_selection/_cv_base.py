@@ -18,7 +18,9 @@ run the same search: folds are cut and mapped on the device and every path
 point is the base estimator's fit there; the held-out logits come to the host
 (``n_test x K`` numbers), where the scores, the selection and the temperature
 are this module's NumPy code on the same numbers. Predictions run in ``X``'s
-namespace, through the same :meth:`_mean_logits`.
+namespace: the estimators' one predict
+(:class:`~sklmargin.estimators._predict.MarginPredictMixin`) over the refit
+model or the fold models.
 """
 
 from __future__ import annotations
@@ -33,10 +35,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted
 
 from .._utils.array_api import (
-    fitted_on_device,
     input_namespace,
     namespace_name,
     to_device,
@@ -46,15 +46,9 @@ from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import check_weights
-from ..estimators._base import (
-    encode_labels,
-    labels_of,
-    predict_inputs,
-    softmax_probabilities,
-    validate_training_data,
-)
+from ..estimators._base import encode_labels, validate_training_data
+from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
-from ..openset._scores import CVOpenSetScoreMixin
 from ._calibration import fit_temperature
 from ._cv_path import PathGrid, check_folds, fit_fold, full_class_logits, point_label
 from ._edges import warn_grid_edges
@@ -154,7 +148,7 @@ def _check_positive(value, name="C"):
 class _BaseMarginSoftmaxCV(
     LegacyStateMixin,
     DocLinkMixin,
-    CVOpenSetScoreMixin,
+    MarginPredictMixin,
     ClassifierMixin,
     BaseEstimator,
 ):
@@ -498,112 +492,30 @@ class _BaseMarginSoftmaxCV(
         results["mean_n_iter"] = n_iter.mean(axis=0)
         return results
 
-    # -- prediction -----------------------------------------------------------
-    def _mean_logits(self, X, method):
-        """``(logits, xp, device)``: the chosen model's logits (the folds' mean).
+    # -- prediction (the public methods: MarginPredictMixin) ------------------
+    def _predicting_models(self):
+        """Return the models that predict: the refit one, or each fold's best."""
+        return fitted_models(self)
 
-        Over all ``classes_``, in ``X``'s namespace and on its device.
+    def _combined_logits(self, pairs, method, xp):
+        """Return the models' mean logits over ``classes_`` (calibrated: probabilities).
+
+        ``predict_proba`` and ``predict_log_proba`` read the logits the
+        temperature was fitted on, divided by it: those of
+        :meth:`decision_function`, as ``[0, z_1 - z_0]`` for two classes.
         """
-        check_is_fitted(self)
-        models = fitted_models(self)
-        X, xp, device = predict_inputs(self, X, method, models[0])
         logits = [
-            full_class_logits(
-                model._model_logits(X, xp, device), model.classes_, self.classes_, xp
-            )
-            for model in models
+            full_class_logits(z, model.classes_, self.classes_, xp)
+            for model, z in pairs
         ]
-        if len(logits) == 1:
-            return logits[0], xp, device
         xp_ = np if xp is None else xp
-        return xp_.mean(xp_.stack(logits), axis=0), xp, device
-
-    def _decision_logits(self, X, method):
-        """``(z, xp, device)`` with, for two classes, ``z = [0, z_1 - z_0]``.
-
-        The logits of :meth:`decision_function`, as the temperature was
-        fitted on them.
-        """
-        logits, xp, device = self._mean_logits(X, method)
+        logits = logits[0] if len(logits) == 1 else xp_.mean(xp_.stack(logits), axis=0)
+        if method not in ("predict_proba", "predict_log_proba"):
+            return logits
         if logits.shape[1] == 2:
             decision = logits[:, 1] - logits[:, 0]
-            xp_ = np if xp is None else xp
             logits = xp_.stack([xp_.zeros_like(decision), decision], axis=1)
-        return logits, xp, device
-
-    def _array_api_predict(self, X, method="score_samples"):
-        """:meth:`score_samples` of array API input (or of device models).
-
-        None for NumPy input to NumPy models: the caller's NumPy code runs.
-        """
-        check_is_fitted(self)
-        models = fitted_models(self)
-        if input_namespace(X) is None and not fitted_on_device(models[0]):
-            return None
-        X, xp, _ = predict_inputs(self, X, method, models[0])
-        scores = [model._array_api_predict(X, method) for model in models]
-        return scores[0] if len(scores) == 1 else xp.mean(xp.stack(scores), axis=0)
-
-    def decision_function(self, X):
-        """Margin-free logits of the chosen model (fold average if not refit).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        logits = self._mean_logits(X, "decision_function")[0]
-        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
-
-    def predict(self, X):
-        """Class of the largest logit.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        logits, xp, device = self._decision_logits(X, "predict")
-        return labels_of(self.classes_, logits, xp, device)
-
-    def predict_proba(self, X):
-        r"""Calibrated probabilities :math:`\mathrm{softmax}(z / T)`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        logits, xp, _ = self._decision_logits(X, "predict_proba")
-        logits = logits / float(self.temperature_)
-        return softmax_probabilities(logits, xp)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (taken from it, so both agree).
-
-        Probabilities are floored at the dtype's smallest positive number, so
-        the logarithm is finite (at least -103.3 in float32).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        logits, xp, _ = self._decision_logits(X, "predict_log_proba")
-        logits = logits / float(self.temperature_)
-        return (np if xp is None else xp).log(softmax_probabilities(logits, xp))
+        return logits / float(self.temperature_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -131,12 +131,7 @@ def held_out_logits(estimator, features):
     Computed where the rows are; a device's come to the host (``n_test x K``
     numbers), where the scores and the temperature fit use them.
     """
-    namespace = input_namespace(features)
-    if namespace is None:
-        return estimator._logits_of_features(features)
-    from ..estimators._device import device_logits
-
-    return to_numpy(device_logits(estimator, features, *namespace))
+    return to_numpy(estimator._logits_of_features(features))
 
 
 def point_label(point):

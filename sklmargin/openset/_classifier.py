@@ -400,8 +400,8 @@ class OpenSetClassifier(
         """Predict the estimator's class, or ``unknown_label_`` below the threshold.
 
         The class and the score come from one pass of the estimator where it
-        offers one (every sklmargin estimator but the cross-validated ones):
-        the rows are validated and mapped once.
+        offers one (every sklmargin classifier, also inside a Pipeline): the
+        rows are validated and mapped once.
 
         Parameters
         ----------
@@ -482,12 +482,12 @@ def _predict_with_score(estimator, X):
 
     A :class:`~sklearn.pipeline.Pipeline` transforms them once for both (as
     its ``predict`` and ``score_samples`` would each do); an estimator with
-    ``_predict_with_score`` (the sklmargin classifiers but the cross-validated
-    ones) validates and maps them once for both.
+    ``_labels_and_score`` (every sklmargin classifier) validates them once
+    and maps them to logits once for both.
     """
     if hasattr(estimator, "steps"):
         X, estimator = estimator[:-1].transform(X), estimator[-1]
-    if (joint := getattr(estimator, "_predict_with_score", None)) is not None:
+    if (joint := getattr(estimator, "_labels_and_score", None)) is not None:
         return joint(X)
     return np.asarray(estimator.predict(X)), estimator.score_samples(X)
 

@@ -37,6 +37,13 @@ the linear default 1.0-1.4 (:math:`s/T` = 21-31): :math:`T = s/30` reads the
 probabilities near the calibrated scale. It was not tuned for AUROC, which
 is flat in it (screening: 0.812 at :math:`T = 1`, 0.817 at :math:`s/T = 33`).
 
+The score is written once, against the rows' array namespace:
+:func:`open_set_score` serves NumPy, sparse and array API rows (Dask rows
+chunk by chunk), for one model or, averaged, for a CV estimator's fold
+models (:mod:`sklmargin.estimators._predict`). Only the log-sum-exp has a
+NumPy leaf (SciPy's); the distances are the Nyström map's own
+(:func:`~sklmargin.features._kernel_block.scaled_squared_distances`).
+
 References
 ----------
 .. [1] D. Hendrycks and K. Gimpel, "A Baseline for Detecting Misclassified and
@@ -51,11 +58,11 @@ References
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp
-from sklearn.utils import gen_batches
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils.blocks import rows_per_block
+from .._utils.array_api import wide_dtype
+from ..features._arrays import map_namespace, row_blocks
 from ..features._kernel_block import scaled_squared_distances
 from ..features._nystroem import NystroemFeatures
 
@@ -75,167 +82,81 @@ def open_set_temperature(s):
 def log_max_probability(logits, temperature=1.0):
     r"""Return :math:`\log \max_j \operatorname{softmax}(z / T)_j` row by row.
 
-    Computed as :math:`\max_j z_j / T - \log\sum_j e^{z_j / T}` in float64, so a
-    row far from every class keeps a finite, ordered value instead of a
-    probability that underflows.
+    Computed as :math:`\max_j z_j / T - \log\sum_j e^{z_j / T}` in float64
+    (the widest float of ``logits``' device), so a row far from every class
+    keeps a finite, ordered value instead of a probability that underflows.
+    NumPy logits go through :func:`scipy.special.logsumexp`, array API
+    logits through the same shifted sum in their namespace.
 
     Parameters
     ----------
-    logits : ndarray of shape (n_samples, n_classes)
+    logits : array of shape (n_samples, n_classes)
+        NumPy, or an array API array (under ``array_api_dispatch``).
     temperature : float, default=1.0
 
     Returns
     -------
-    ndarray of shape (n_samples,), values in :math:`[-\log K, 0]`.
+    array of shape (n_samples,), values in :math:`[-\log K, 0]`
+        In the namespace and on the device of ``logits``.
     """
-    scaled = np.asarray(logits, dtype=np.float64) / float(temperature)
-    return scaled.max(axis=1) - logsumexp(scaled, axis=1)
+    xp, device, on_device = map_namespace(logits)
+    if not on_device:
+        scaled = np.asarray(logits, dtype=np.float64) / float(temperature)
+        return scaled.max(axis=1) - logsumexp(scaled, axis=1)
+    scaled = xp.astype(logits, wide_dtype(xp, device)) / float(temperature)
+    shifted = scaled - xp.max(scaled, axis=1, keepdims=True)
+    return -xp.log(xp.sum(xp.exp(shifted), axis=1))
 
 
 def nearest_centre_log_similarity(feature_map, X):
     r"""Log-kernel to the nearest centre, :math:`-\gamma \min_c \lVert x - c \rVert^2`.
 
-    The centres are those of a fitted :class:`NystroemFeatures`; any other map
-    (random Fourier features, or none) has no centres and gives zeros. Squared
-    distances come from :math:`\lVert a \rVert^2 + \lVert c \rVert^2 - 2 a^\top c`
-    in float64 after subtracting the centres' mean (as the map's ``transform``
-    does), clipped at 0, by row blocks of bounded memory. Kept as a distance,
-    not as :math:`\exp(\cdot)`: far rows stay ordered instead of underflowing
-    to a tie at 0.
+    The centres are those of a fitted :class:`NystroemFeatures` (no other map
+    has centres). Squared distances come from :math:`\lVert a \rVert^2 +
+    \lVert c \rVert^2 - 2 a^\top c` in float64 (the widest float of ``X``'s
+    device) after subtracting the centres' mean (as the map's ``transform``
+    does), clipped at 0, by row blocks of bounded memory
+    (:func:`~sklmargin.features._kernel_block.scaled_squared_distances`).
+    Kept as a distance, not as :math:`\exp(\cdot)`: far rows stay ordered
+    instead of underflowing to a tie at 0.
 
     Parameters
     ----------
-    feature_map : NystroemFeatures, RandomFourierFeatures or None
-    X : {ndarray, csr_matrix} of shape (n_samples, n_features)
-        Validated input of the estimator.
+    feature_map : NystroemFeatures
+        Fitted on the namespace and device of ``X``.
+    X : {ndarray, csr_matrix, array API array} of shape (n_samples, n_features)
+        Rows as the map sees them (after the estimator's input transform).
 
     Returns
     -------
-    ndarray of shape (n_samples,), values :math:`\le 0`.
+    array of shape (n_samples,), values :math:`\le 0`
+        In the namespace and on the device of ``X``.
     """
-    n_samples = X.shape[0]
-    if not isinstance(feature_map, NystroemFeatures):
-        return np.zeros(n_samples)
-    centres = feature_map.components_.astype(np.float64)
-    offset = centres.mean(axis=0)
+    xp, device, _ = map_namespace(X)
+    wide = wide_dtype(xp, device)
+    centres = xp.astype(feature_map.components_, wide)
+    offset = xp.mean(centres, axis=0)
     centres = centres - offset
-    block = rows_per_block(8 * max(centres.shape[0], X.shape[1]))
-    nearest = np.empty(n_samples)
-    for rows in gen_batches(n_samples, block):
-        part = X[rows].toarray() if hasattr(X, "toarray") else X[rows]
-        part = np.asarray(part, dtype=np.float64) - offset
+    nearest = []
+    for rows in row_blocks(X, 8 * max(centres.shape[0], X.shape[1])):
+        part = X[rows, :]
+        part = xp.astype(part.toarray() if sp.issparse(part) else part, wide) - offset
         distances = scaled_squared_distances(part, centres, feature_map.gamma_)
-        nearest[rows] = distances.min(axis=1)
-    return -nearest
+        nearest.append(xp.min(distances, axis=1))
+    return -xp.concat(nearest) if len(nearest) != 1 else -nearest[0]
 
 
-class OpenSetScoreMixin:
-    """``score_samples`` of MarginSoftmax and KernelMarginSoftmax classifiers."""
+def open_set_score(model, X, logits, xp=None, device=None):
+    """``score_samples`` of one fitted model from its logits of validated rows ``X``.
 
-    def score_samples(self, X):
-        r"""Open-set score: higher means more typical of the known classes.
-
-        .. math::
-
-            -\gamma \min_c \lVert x - c \rVert^2
-            + \log \max_j \operatorname{softmax}\big(z(x) / T\big)_j,
-            \qquad T = \max(1, s / 30):
-
-        the log-kernel to the nearest Nyström centre (0 without centres: the
-        linear estimator, random Fourier maps) plus the log of the maximum
-        probability (Hendrycks and Gimpel 2017) of the margin-free logits
-        :math:`z(x)`. Chosen by measurement among the usual scores (module
-        ``sklmargin.openset._scores``); :class:`OpenSetClassifier` thresholds
-        it.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            In float64, at most 0.
-        """
-        if (routed := self._routed(X, "score_samples")) is not None:
-            return routed
-        if (on_device := self._array_api_predict(X)) is not None:
-            return on_device
-        return margin_softmax_score_samples(self, X)
-
-    def _predict_with_score(self, X):
-        """``(predict(X), score_samples(X))`` from one pass (NumPy rows).
-
-        What :meth:`OpenSetClassifier.predict` needs: the rows are validated,
-        and mapped to logits, once instead of once per method.
-        """
-        return margin_softmax_score_samples(self, X, with_labels=True)
-
-
-class CVOpenSetScoreMixin:
-    """``score_samples`` of the cross-validated classifiers."""
-
-    def score_samples(self, X):
-        """Open-set score of the chosen model (the folds' mean if not refit).
-
-        As :meth:`MarginSoftmaxClassifier.score_samples`: higher means more
-        typical of the known classes.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return cv_score_samples(self, X)
-
-
-def margin_softmax_score_samples(estimator, X, with_labels=False):
-    r"""``score_samples`` of a fitted MarginSoftmax or KernelMarginSoftmax classifier.
-
-    Parameters
-    ----------
-    estimator : BaseMarginSoftmax
-    X : {array-like, sparse matrix} of shape (n_samples, n_features)
-    with_labels : bool, default=False
-        Also return ``predict(X)``, the class of the largest of the same logits.
-
-    Returns
-    -------
-    labels : ndarray of shape (n_samples,)
-        Only with ``with_labels``.
-    score : ndarray of shape (n_samples,)
-        :math:`\log \max_c k(x, c) + \log \hat p_{\max}(x)` in float64.
+    The log maximum probability at the model's temperature plus, for a
+    Nyström map, the log-kernel to the nearest centre of the rows the map
+    sees; in float64 (the widest float of ``X``'s device), in ``X``'s
+    namespace and on its device (``xp``, ``device``: None for NumPy rows).
     """
-    check_is_fitted(estimator)
-    X = validate_data(
-        estimator, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
-    )
-    logits = estimator._logits(X)
-    score = log_max_probability(logits, open_set_temperature(estimator.s_))
-    feature_map = getattr(estimator, "feature_map_", None)
-    score = score + nearest_centre_log_similarity(
-        feature_map, estimator._transform_input(X)
-    )
-    if with_labels:
-        return estimator.classes_[np.argmax(logits, axis=1)], score
-    return score
-
-
-def cv_score_samples(cv_model, X):
-    """``score_samples`` of a CV estimator: the refit model's, else the folds' mean.
-
-    With ``refit=False`` each fold's best model scores the rows and the scores
-    are averaged, as ``decision_function`` averages their logits.
-    """
-    check_is_fitted(cv_model)
-    if (routed := cv_model._array_api_predict(X, "score_samples")) is not None:
-        return routed
-    X = validate_data(
-        cv_model, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False
-    )
-    if cv_model.estimator_ is not None:
-        return cv_model.estimator_.score_samples(X)
-    return np.mean([est.score_samples(X) for est in cv_model.estimators_], axis=0)
+    score = log_max_probability(logits, open_set_temperature(model.s_))
+    feature_map = getattr(model, "feature_map_", None)
+    if not isinstance(feature_map, NystroemFeatures):  # no centres: no distance
+        return score
+    rows = model._transform_input(X, xp, device)
+    return score + nearest_centre_log_similarity(feature_map, rows)
