@@ -21,21 +21,26 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from .._utils.array_api import RowBlockWriter, numpy_dtype, to_numpy
-from .._utils.compat import Interval, StrOptions, fit_context
-from .._utils.doc_link import DocLinkMixin
-from ._arrays import (
+from .._utils.array_api import (
+    RowBlockWriter,
     check_transform_input,
     host_weights,
-    map_namespace,
+    input_namespace_or_numpy,
+    move_fitted_arrays,
+    numpy_dtype,
     row_blocks,
-    to_fit_device,
+    to_numpy,
 )
+from .._utils.compat import Interval, StrOptions, fit_context
+from .._utils.doc_link import DocLinkMixin
 from ._centres import CENTRE_SELECTORS, select_centres
 from ._gamma import scale_gamma
 from ._kernel_block import rbf_kernel_block
 
 __all__ = ["NystroemFeatures"]
+
+#: The fitted arrays that follow a device fit's X to its device.
+_FITTED_ARRAYS = ("components_", "normalization_", "eigenvalues_")
 
 # Rows drawn (weight-proportionally, without replacement) for gamma="median".
 _MEDIAN_ROWS = 1000
@@ -225,7 +230,7 @@ class NystroemFeatures(
         self : NystroemFeatures
             The fitted transformer.
         """
-        xp, device, on_device = map_namespace(X)
+        xp, device, on_device = input_namespace_or_numpy(X)
         X = validate_data(self, X, dtype=[xp.float64, xp.float32])
         sample_weight = host_weights(sample_weight, X.shape[0])
         # The centres are chosen among the distinct rows by their hashes, on
@@ -243,7 +248,10 @@ class NystroemFeatures(
         centres = select_centres(
             X, sample_weight, int(self.n_components), self.gamma_, self.centres, rng
         )
-        return to_fit_device(self._fit_centres(centres, X.dtype), xp, device, on_device)
+        self._fit_centres(centres, X.dtype)
+        if on_device:
+            move_fitted_arrays(self, _FITTED_ARRAYS, xp, device)
+        return self
 
     def _fit_centres(self, centres, dtype):
         """Factor the kernel matrix of chosen ``centres``; set the fitted basis.

@@ -16,7 +16,7 @@ import time
 import numpy as np
 from scipy import sparse
 
-from .._utils.array_api import numpy_dtype, to_device, to_numpy
+from .._utils.array_api import numpy_dtype, rows_namespace, to_device, to_numpy
 from .._utils.compat import array_api_compat
 from ._interface import ObjectiveBase
 from ._pointwise import (
@@ -25,13 +25,7 @@ from ._pointwise import (
     checked_logit_scale,
     pointwise_loss_gradient,
 )
-from ._rows import (
-    TINY_NORM,
-    PreparedRows,
-    lifted_cosines,
-    namespace,
-    times_transposed,
-)
+from ._rows import TINY_NORM, PreparedRows, lifted_cosines, times_transposed
 
 array_namespace = array_api_compat.array_namespace
 
@@ -70,7 +64,7 @@ def margin_free_logits(
         Where ``X``'s dtype cannot hold the logits
         (:func:`~sklmargin.objective._pointwise.checked_logit_scale`).
     """
-    xp, device, wide = namespace(X)
+    xp, device, wide = rows_namespace(X)
     dtype, np_dtype = X.dtype, numpy_dtype(X.dtype)
     remedy = "predict with float64 input, or refit with a smaller s"
     intercept = to_numpy(intercept).astype(np_dtype, copy=False)
@@ -206,7 +200,7 @@ class LinearMarginObjective(ObjectiveBase):
         self._setup(margin, m, s, C, n_classes, rows.n_features, fit_intercept, sw_sum)
         self.rows, self.X, self.norms, self.y = rows, rows.X, rows.norms, y
         self.constant = rows.constant
-        self.xp, self.device, self.wide = namespace(rows.X)
+        self.xp, self.device, self.wide = rows_namespace(rows.X)
         self.dtype = numpy_dtype(rows.X.dtype)
         self.transfer_seconds = 0.0
         self.sw_host = sample_weight / self.sw_sum
