@@ -25,7 +25,7 @@ from ._pointwise import (
     checked_logit_scale,
     pointwise_loss_gradient,
 )
-from ._rows import TINY_NORM, PreparedRows, lifted_cosines, times_transposed
+from ._rows import PreparedRows, lifted_cosines, prototype_norms, times_transposed
 
 array_namespace = array_api_compat.array_namespace
 
@@ -215,12 +215,16 @@ class LinearMarginObjective(ObjectiveBase):
 
     def with_margin(self, margin):
         """Return the same problem (rows, weights, labels) under another margin."""
-        other = LinearMarginObjective(
-            self.rows, self.y, self.n_classes, self.sw_host * self.sw_sum, margin,
-            self.m, self.s, self.C, self.fit_intercept,
-        )  # fmt: skip
+        other = self._on(self.rows, self.y, margin)
         other.targets = self.targets
         return other
+
+    def _on(self, rows, y, margin):
+        """Return the problem with these weights and settings on ``rows``, ``y``."""
+        return LinearMarginObjective(
+            rows, y, self.n_classes, self.sw_host * self.sw_sum, margin, self.m,
+            self.s, self.C, self.fit_intercept,
+        )  # fmt: skip
 
     # -- host <-> device: the only copies, timed --------------------------------
     def _to_device(self, array, dtype):
@@ -320,17 +324,12 @@ class LinearMarginObjective(ObjectiveBase):
         if self.dtype == np.float64 or self.wide != self.X.dtype:
             return None
         coef, _ = self.unpack(params)
-        w_norm = None
-        if self.margin.uses_angle:
-            w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), TINY_NORM)
+        w_norm = prototype_norms(coef) if self.margin.uses_angle else None
         if _scale_fits(self._largest_scale(w_norm), self.dtype):
             return None
         norms = None if self.norms is None else to_numpy(self.norms)
         rows = PreparedRows(to_numpy(self.X), norms, self.constant)
-        return LinearMarginObjective(
-            rows, to_numpy(self.y), self.n_classes, self.sw_host * self.sw_sum,
-            self.margin, self.m, self.s, self.C, self.fit_intercept,
-        )  # fmt: skip
+        return self._on(rows, to_numpy(self.y), self.margin)
 
     # -- the solver's interface -----------------------------------------------------
     def value_and_state(self, params, *, lam=0.0):

@@ -185,6 +185,14 @@ def times_transposed(X, coef, dtype):
     return X @ to_device(np.ascontiguousarray(coef.T), xp, device, dtype=dtype)
 
 
+def prototype_norms(coef, lift=None):
+    """``max(|[w_j, w_{c,j}]|, TINY_NORM)`` of host prototypes, in float64."""
+    squared = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
+    if lift is not None:
+        squared += np.asarray(lift, dtype=np.float64) ** 2
+    return np.maximum(np.sqrt(squared), TINY_NORM)
+
+
 def lifted_cosines(
     X, coef, *, constant=0.0, constant_coef=None, unit_rows=False, normalize_coef=True
 ):
@@ -233,10 +241,7 @@ def lifted_cosines(
     lift = to_numpy(constant_coef) if constant else None
     w_norm = None
     if normalize_coef:
-        squared = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
-        if lift is not None:
-            squared += np.asarray(lift, dtype=np.float64) ** 2
-        w_norm = np.maximum(np.sqrt(squared), TINY_NORM)
+        w_norm = prototype_norms(coef, lift)
         coef = coef / w_norm[:, None]
         if lift is not None:
             lift = lift / w_norm
