@@ -131,7 +131,8 @@ class ArcFace(Margin):
     default_s_kernel = 100.0  # as AM-Softmax's (measured there)
     search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
     m_domain = (0.0, math.pi / 2)
-    m_meaning = "an angle in radians added to theta_y; 0.5 is the paper's value"
+    m_domain_text = "in [0, pi/2] radians"
+    m_meaning = "an angle added to theta_y; 0.5 rad is the paper's value"
     edge_settings = {"m": math.pi / 2, "s": 100.0}
     logits_latex = (r"s\cos(\theta_y + m)", r"s\cos\theta_j")
     logits_text = ("s cos(theta_y + m)", "s cos(theta_j)")

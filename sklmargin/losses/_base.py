@@ -113,7 +113,8 @@ class Margin:
         new loss is tuned without editing a list elsewhere.
     m_domain : tuple of float
         The closed interval of ``m`` :meth:`check_m` accepts (``inf``: unbounded;
-        ``(0, 0)``: no margin); ``m_meaning`` says what ``m`` is, in its message.
+        ``(0, 0)``: no margin); ``m_meaning`` says what ``m`` is, in its message,
+        and ``m_domain_text`` (if set) names the interval there.
     edge_settings : dict
         The most extreme valid settings a user may pass (stress and fuzz tests).
     logits_latex, logits_text, paper : tuple of str, tuple of str, str
@@ -137,6 +138,7 @@ class Margin:
     search_grid: dict = {}
     m_domain = (-math.inf, math.inf)
     m_meaning = "the margin"
+    m_domain_text: str | None = None
     edge_settings: dict = {"s": 100.0}
     logits_latex = ("", "")
     logits_text = ("", "")
@@ -203,7 +205,7 @@ class Margin:
         m = _real(m, "m")
         low, high = self.m_domain
         if not low <= m <= high:
-            allowed = (
+            allowed = self.m_domain_text or (
                 f"None or {low:g}" if low == high
                 else f">= {low:g}" if high == math.inf
                 else f"in [{low:g}, {high:g}]"
