@@ -17,8 +17,9 @@ scikit-learn's private ones:
   (fitted arrays to the fit's device) and :func:`in_float64` (the float64
   fallback, on the host where the device has none);
 * working by row blocks: :func:`row_blocks` and :class:`RowBlockWriter`;
-* refusing input of another namespace or device than the fit's:
-  :func:`check_same_namespace` and :func:`check_transform_input`.
+* a feature map's input: :func:`check_fit_input`, and
+  :func:`check_transform_input`, which refuses input of another namespace or
+  device than the fit's (:func:`check_same_namespace`, as predict does).
 
 The namespace comes from ``array_api_compat`` (the package when installed,
 else the copy scikit-learn vendors, see :mod:`sklmargin._utils.compat`);
@@ -94,7 +95,7 @@ def input_namespace_or_numpy(X):
 
 
 def rows_namespace(X):
-    """``(xp, device, wide)`` of validated rows; ``xp`` is None for NumPy and sparse.
+    """``(xp, device, wide)`` of validated rows (or labels); ``xp`` None for NumPy.
 
     ``wide`` is the dtype accumulations run in: float64, or float32 on a
     device without float64 (Apple's MPS). None marks the NumPy leaf kernels.
@@ -323,6 +324,20 @@ def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
         "namespace and device, or move the estimator to X's with scikit-learn's "
         f"move_estimator_to.{hint}"
     )
+
+
+def check_fit_input(transformer, X, sample_weight, accept_sparse=False):
+    """Validate a feature map's ``fit`` input.
+
+    Returns ``(X, sample_weight, xp, device, on_device)``: ``X`` validated in
+    its namespace (:func:`input_namespace_or_numpy`), the weights on the host
+    (:func:`host_weights`).
+    """
+    xp, device, on_device = input_namespace_or_numpy(X)
+    X = validate_data(
+        transformer, X, accept_sparse=accept_sparse, dtype=[xp.float64, xp.float32]
+    )
+    return X, host_weights(sample_weight, X.shape[0]), xp, device, on_device
 
 
 def check_transform_input(transformer, X, fitted, accept_sparse=False):

@@ -43,10 +43,9 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 
 from .._utils.array_api import is_dask, row_blocks, to_device, to_numpy
-from .._utils.blocks import rows_per_block
 
 #: Rows of the pilot fit (a uniform draw without replacement; all rows below).
 PILOT_ROWS = 4000
@@ -193,8 +192,8 @@ def _gradient_blocks(model, X):
             weights = np.hstack([fmap.pair_weights, fmap.odd_weights]).astype(dtype)
             n_pairs = fmap.pair_weights.shape[1]
             width = weights.shape[1]
-    block = rows_per_block(dtype.itemsize * 3 * n_classes * max(width, X.shape[1]))
-    for rows in gen_batches(X.shape[0], block):
+    row_bytes = dtype.itemsize * 3 * n_classes * max(width, X.shape[1])
+    for rows in row_blocks(X, row_bytes):
         # Computed under the error state, yielded outside it: the caller's
         # arithmetic keeps its own.
         with np.errstate(all="ignore"):
@@ -356,8 +355,7 @@ def learn_input_transform(estimator, keys, take, dtype):
     rows, agop_rows = metric_sample(keys, rng)
     seed = rng.randint(np.iinfo(np.int32).max)
     X, y_encoded, sample_weight = take(rows)
-    X = X.toarray() if sparse.issparse(X) else np.asarray(X)
-    X = X.astype(dtype, copy=False)
+    X = (X.toarray() if sparse.issparse(X) else np.asarray(X)).astype(dtype, copy=False)
     y_encoded = np.asarray(y_encoded)
     sample_weight = np.asarray(sample_weight, dtype=np.float64)
     if np.unique(y_encoded[sample_weight > 0]).shape[0] < 2:

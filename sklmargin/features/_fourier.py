@@ -24,15 +24,13 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._utils.array_api import (
     RowBlockWriter,
+    check_fit_input,
     check_transform_input,
-    host_weights,
     in_float64,
-    input_namespace_or_numpy,
     max_abs,
     move_fitted_arrays,
     numpy_dtype,
@@ -272,9 +270,9 @@ class RandomFourierFeatures(
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        xp, device, on_device = input_namespace_or_numpy(X)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[xp.float64, xp.float32])
-        sample_weight = host_weights(sample_weight, X.shape[0])
+        X, sample_weight, xp, device, on_device = check_fit_input(
+            self, X, sample_weight, accept_sparse="csr"
+        )
 
         if isinstance(self.gamma, str):  # the constraints admit only "scale"
             self.gamma_ = scale_gamma(X, sample_weight)

@@ -19,13 +19,11 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 
 from .._utils.array_api import (
     RowBlockWriter,
+    check_fit_input,
     check_transform_input,
-    host_weights,
-    input_namespace_or_numpy,
     move_fitted_arrays,
     numpy_dtype,
     row_blocks,
@@ -230,9 +228,9 @@ class NystroemFeatures(
         self : NystroemFeatures
             The fitted transformer.
         """
-        xp, device, on_device = input_namespace_or_numpy(X)
-        X = validate_data(self, X, dtype=[xp.float64, xp.float32])
-        sample_weight = host_weights(sample_weight, X.shape[0])
+        X, sample_weight, xp, device, on_device = check_fit_input(
+            self, X, sample_weight
+        )
         # The centres are chosen among the distinct rows by their hashes, on
         # the host: a device fit copies X there once (documented).
         X = to_numpy(X)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._utils.array_api import wide_dtype
+from .._utils.array_api import rows_namespace
 from .._utils.compat import array_api_compat
 from .._utils.validation import check_logit_range, check_weights
 from ..losses._registry import get_margin
@@ -67,13 +67,10 @@ class TargetEntries:
 
     def __init__(self, y, n_classes):
         self.y = y
-        self.xp = None if isinstance(y, np.ndarray) else array_namespace(y)
+        self.xp, device, self.wide = rows_namespace(y)
         if self.xp is None:
             self.rows = np.arange(y.shape[0])
-            self.wide = np.float64
         else:
-            device = array_api_compat.device(y)
-            self.wide = wide_dtype(self.xp, device)
             classes = self.xp.arange(n_classes, device=device)
             self.mask = y[:, None] == classes[None, :]
             self._indicators = {}

@@ -171,8 +171,6 @@ def lift_norms(norms, constant):
     """``|[x_i, c]| = hypot(|x_i|, c)``: no huge norm is squared."""
     if not constant:
         return norms
-    if isinstance(norms, np.ndarray):
-        return np.hypot(norms, constant)
     xp = array_api_compat.array_namespace(norms)
     return xp.hypot(norms, xp.full_like(norms, constant))
 
@@ -348,8 +346,6 @@ def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
 
 def _floored_inverse(norms):
     """``1 / max(norms, TINY_NORM)`` in the norms' namespace and dtype."""
-    if isinstance(norms, np.ndarray):
-        return 1.0 / np.maximum(norms, TINY_NORM)
     return 1.0 / array_api_compat.array_namespace(norms).clip(norms, min=TINY_NORM)
 
 

@@ -15,7 +15,7 @@ Two parts of the family are not one smooth problem:
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -183,13 +183,11 @@ def fit_continuation(
     result = None
     if not (stateful and warm):
         for stage, lam in enumerate(lambdas):
-            last_stage = stage == len(lambdas) - 1
-            stage_tol = tol if last_stage else max(tol, 1e-4)
             result = lbfgs(
                 partial(plain.loss_gradient, lam=lam),
                 params,
                 max_iter=max_iter,
-                tol=stage_tol,
+                tol=tol if stage == len(lambdas) - 1 else max(tol, 1e-4),
                 stationarity=plain.stationarity,
                 verbose=verbose,
             )
@@ -202,9 +200,7 @@ def fit_continuation(
         )
         n_iter += rounds_result.n_iter
         result = rounds_result
-    return SolverResult(
-        params, n_iter, result.converged, result.message, result.max_abs_grad
-    )
+    return replace(result, params=params, n_iter=n_iter)
 
 
 def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0):
@@ -265,13 +261,7 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
             True,
             "no state round lowered the exact objective; kept the start",
         )
-    return best_params, SolverResult(
-        best_params,
-        n_iter,
-        accepted.converged,
-        accepted.message,
-        accepted.max_abs_grad,
-    )
+    return best_params, replace(accepted, params=best_params, n_iter=n_iter)
 
 
 def _same_state(a, b):
