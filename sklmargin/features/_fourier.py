@@ -274,10 +274,8 @@ class RandomFourierFeatures(
             self, X, sample_weight, accept_sparse="csr"
         )
 
-        if isinstance(self.gamma, str):  # the constraints admit only "scale"
-            self.gamma_ = scale_gamma(X, sample_weight)
-        else:
-            self.gamma_ = float(self.gamma)
+        scale = isinstance(self.gamma, str)  # the constraints admit only "scale"
+        self.gamma_ = scale_gamma(X, sample_weight) if scale else float(self.gamma)
 
         n_pairs, n_odd = divmod(int(self.n_components), 2)
         rng = check_random_state(self.random_state)

@@ -22,6 +22,7 @@ import numpy as np
 from .._utils.array_api import rows_namespace
 from .._utils.compat import array_api_compat
 from .._utils.validation import check_logit_range, check_weights
+from ..losses._base import _real
 from ..losses._registry import get_margin
 from ..losses._support_vectors import with_support_vectors
 from ._cross_entropy import array_cross_entropy, softmax_cross_entropy
@@ -311,8 +312,7 @@ def margin_softmax_loss(
     cos, y, margin, m, scale, sample_weight = _check_pointwise_inputs(
         cos, y, loss, m, s, t, norms, sample_weight
     )
-    lam = float(lam)
-    if not (np.isfinite(lam) and lam >= 0):
+    if not (lam := _real(lam, "lam")) >= 0:
         raise ValueError(f"lam must be a finite number >= 0; got {lam!r}.")
     sw = check_weights(sample_weight, cos.shape[0])
     try:

@@ -179,11 +179,9 @@ def warm_start_params(estimator, objective):
     coef, intercept = objective.unpack(params)
     # A model fitted on a device (torch, CuPy) holds its attributes there: a
     # NumPy refit starts from their host copy.
+    coef[:, : n_features - lifted] = to_numpy(estimator.coef_)
     if lifted:
-        coef[:, :-1] = to_numpy(estimator.coef_)
         coef[:, -1] = to_numpy(estimator.constant_coef_)
-    else:
-        coef[:] = to_numpy(estimator.coef_)
     if intercept is not None:
         intercept[:] = to_numpy(estimator.intercept_)
     return params
