@@ -205,12 +205,13 @@ def pointwise_loss_gradient(
 
     loss, grad_logits = targets.cross_entropy(z, sample_weight)
     grad_intercept = xp.sum(grad_logits, axis=0, dtype=wide)
+    grad_y = targets.take(grad_logits)  # a copy: read before the writes below
     grad_scale = None
     if return_scale_grad:  # dloss/dscale = dloss/dz * h (f_y on the target)
-        grad_scale = targets.put(h * grad_logits, targets.take(grad_logits) * f_y)
+        grad_scale = targets.put(h * grad_logits, grad_y * f_y)
 
     # dz/dcos = scale * dh on non-targets, scale * f'(cos_y) on the target.
-    grad_target = targets.take(grad_logits) * (scale_y * df_y)
+    grad_target = grad_y * (scale_y * df_y)
     grad_cos = grad_logits
     grad_cos *= scale
     if dh is not None:
