@@ -380,16 +380,9 @@ def host_inputs(y, sample_weight):
     (``n`` numbers each; documented). Without dispatch they are left to
     scikit-learn's usual ``np.asarray``.
     """
-    if (y is None or isinstance(y, np.ndarray)) and (
-        sample_weight is None or isinstance(sample_weight, np.ndarray)
-    ):
-        return y, sample_weight
     if not dispatch_enabled():
         return y, sample_weight
-    y = y if _is_host(y) else to_numpy(y)
-    if not _is_host(sample_weight):
-        sample_weight = to_numpy(sample_weight)
-    return y, sample_weight
+    return tuple(a if _is_host(a) else to_numpy(a) for a in (y, sample_weight))
 
 
 def host_weights(sample_weight, n_samples):
