@@ -23,11 +23,7 @@ centres from ``random_state``: a fixed seed, or every fit draws others), ``lr`` 
 ``LogisticRegression()``, ``svc`` = ``SVC(C=10)``, ``linearsvc`` = ``LinearSVC()``.
 ``--tol`` overrides the sklmargin estimators' ``tol``; ``--fixed-map`` fits the
 kernel model's three fits on one feature map (the base fit's), which separates
-the solver's share of the changes from the centres'. ``--polish F`` sets how far
-below ``tol`` L-BFGS goes on (``sklmargin.solver._lbfgs._POLISH``; 1 stops at
-``tol``, the default); ``--memory N`` the curvature pairs L-BFGS keeps for the
-normalised-prototype losses (``_MEMORY``; scipy's default 10 is the default).
-``--keys`` prints instead,
+the solver's share of the changes from the centres'. ``--keys`` prints instead,
 for grids of 1/32 (the package's) and 1/256, the share of the distinct
 training rows whose stable key (``sklmargin.features._row_keys``) the 2-ulp
 perturbation changes, and the share of rows that share their key with another
@@ -156,8 +152,6 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--tol", type=float, default=None)
     parser.add_argument("--fixed-map", action="store_true")
-    parser.add_argument("--polish", type=float, default=None)
-    parser.add_argument("--memory", type=int, default=None)
     parser.add_argument("--keys", action="store_true")
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args(argv)
@@ -166,14 +160,6 @@ def main(argv=None):
     if args.keys:
         key_rates(args.data, args.datasets)
         return
-    if args.polish is not None:
-        from sklmargin.solver import _lbfgs
-
-        _lbfgs._POLISH = args.polish
-    if args.memory is not None:
-        from sklmargin.solver import _lbfgs
-
-        _lbfgs._MEMORY = args.memory
     header = (
         "| data | model | acc % | 2-ulp changed % | permuted changed % "
         "| fit CPU s | wall s | iter |"

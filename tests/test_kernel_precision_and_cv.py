@@ -13,7 +13,11 @@ from sklmargin.estimators._kernel import _FLOAT32_ENTRIES
 from sklmargin.losses._registry import get_margin
 from sklmargin.objective._linear import LinearMarginObjective
 from sklmargin.objective._rows import prepare_rows
-from sklmargin.solver._start import initial_params, optimal_intercept
+from sklmargin.solver._start import (
+    optimal_intercept,
+    start_params,
+    weighted_class_sums,
+)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +139,10 @@ def test_cold_start_bias_is_optimal_for_the_imprinted_prototypes(data):
     objective = LinearMarginObjective(
         rows, y, 3, weights, margin, 0.05, 100.0, 1.0, True
     )
-    start = initial_params(objective, y, weights, 0)
+    # The class-means cold start the estimators take (imprinting, log-priors).
+    totals = np.bincount(y, weights, minlength=3)
+    sums = weighted_class_sums(rows.X, y, weights, 3)
+    start = start_params(objective, totals, sums, 0)
     solved = optimal_intercept(objective, start)
     _, grad_start = objective.loss_gradient(start)
     _, grad_solved = objective.loss_gradient(solved)

@@ -19,7 +19,7 @@ from sklmargin.features._centres import (
     rpcholesky_centres,
     uniform_centres,
 )
-from sklmargin.features._row_keys import distinct_weighted_rows
+from sklmargin.features._row_keys import distinct_row_hashes
 
 SELECTORS = sorted(CENTRE_SELECTORS)
 
@@ -176,14 +176,15 @@ def test_rpcholesky_beats_uniform_on_clustered_data():
     assert errors["rpcholesky"] < 0.5 * errors["uniform"]
 
 
-def test_distinct_weighted_rows_sums_weights_of_copies():
+def test_distinct_rows_sum_the_weights_of_copies():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, -0.0], [2.0, 2.0]])
-    rows, weights = distinct_weighted_rows(X, np.array([1.0, 2.0, 3.0, 0.0]))
+    _, weights, index = distinct_row_hashes(X, np.array([1.0, 2.0, 3.0, 0.0]))
+    rows = X[index]
     found = {tuple(row): weight for row, weight in zip(rows, weights, strict=True)}
     assert found == {(0.0, 1.0): 2.0, (1.0, 0.0): 4.0}
     # The order is the rows' hash order: the same for any order of X.
-    again, _ = distinct_weighted_rows(X[::-1], np.array([0.0, 3.0, 2.0, 1.0]))
-    np.testing.assert_array_equal(again, rows)
+    _, _, again = distinct_row_hashes(X[::-1], np.array([0.0, 3.0, 2.0, 1.0]))
+    np.testing.assert_array_equal(X[::-1][again], rows)
 
 
 def test_gamma_rules():

@@ -1,23 +1,29 @@
 """Array API helpers: which namespace an input lives in, and moving arrays.
 
-With ``sklearn.set_config(array_api_dispatch=True)`` the estimators fit and
-predict on array API inputs (torch tensors, array-api-strict arrays, CuPy
-arrays) in their own namespace and on their own device: one fit and one
-predict (:mod:`sklmargin.estimators._base`) with device leaves
-(:mod:`sklmargin.estimators._device`). This module holds the few things every
-part of that path needs, written as small own helpers rather than
+With ``sklearn.set_config(array_api_dispatch=True)`` the estimators and the
+feature maps fit and predict on array API inputs (torch tensors,
+array-api-strict arrays, CuPy arrays) in their own namespace and on their own
+device, with the code NumPy input runs. This module is the one home of what
+that code asks about arrays, written as small own helpers rather than
 scikit-learn's private ones:
 
-* :func:`input_namespace` tells a NumPy input (``None``: the NumPy code runs,
-  unchanged) from an array API input, and returns its namespace and device;
-* :func:`to_numpy` and :func:`to_device` move arrays between the host and a
-  device (the library's own conversion; DLPack for other libraries);
-* :func:`host_inputs` and :func:`to_numpy_weights` bring labels and weights
-  of any namespace to the host ("everything follows X").
+* which namespace: :func:`input_namespace` (a user's input: ``None`` for NumPy,
+  sparse, Dask or dispatch off), :func:`input_namespace_or_numpy` (the same,
+  NumPy's namespace for host input) and :func:`rows_namespace` (validated
+  rows, with the wide dtype accumulations run in, :func:`wide_dtype`);
+* moving arrays: :func:`to_numpy`, :func:`to_device`, :func:`take_rows`,
+  :func:`host_inputs` and :func:`host_weights` (labels and weights of any
+  namespace on the host: "everything follows X"), :func:`move_fitted_arrays`
+  (fitted arrays to the fit's device) and :func:`in_float64` (the float64
+  fallback, on the host where the device has none);
+* working by row blocks: :func:`row_blocks` and :class:`RowBlockWriter`;
+* a feature map's input: :func:`check_fit_input`, and
+  :func:`check_transform_input`, which refuses input of another namespace or
+  device than the fit's (:func:`check_same_namespace`, as predict does).
 
 The namespace comes from ``array_api_compat`` (the package when installed,
-else the copy scikit-learn vendors, see :mod:`sklmargin._compat`); nothing here
-imports torch, CuPy or array-api-strict.
+else the copy scikit-learn vendors, see :mod:`sklmargin._utils.compat`);
+nothing here imports torch, CuPy or array-api-strict.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 from sklearn import get_config
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import blocks
 from .compat import array_api_compat
@@ -73,6 +80,31 @@ def input_namespace(X):
         return None
     xp = array_api_compat.array_namespace(X)
     return xp, array_api_compat.device(X)
+
+
+def input_namespace_or_numpy(X):
+    """``(xp, device, on_device)`` of an input: :func:`input_namespace`'s, else NumPy's.
+
+    The feature maps compute in ``xp`` either way; ``on_device`` says whether
+    their fitted arrays then move to ``device``.
+    """
+    found = input_namespace(X)
+    if found is None:
+        return array_api_compat.array_namespace(np.empty(0)), "cpu", False
+    return (*found, True)
+
+
+def rows_namespace(X):
+    """``(xp, device, wide)`` of validated rows (or labels); ``xp`` None for NumPy.
+
+    ``wide`` is the dtype accumulations run in: float64, or float32 on a
+    device without float64 (Apple's MPS). None marks the NumPy leaf kernels.
+    """
+    if isinstance(X, np.ndarray) or sparse.issparse(X):
+        return None, "cpu", np.float64
+    xp = array_api_compat.array_namespace(X)
+    device = array_api_compat.device(X)
+    return xp, device, wide_dtype(xp, device)
 
 
 def namespace_name(array):
@@ -165,6 +197,22 @@ def wide_dtype(xp, device):
     return xp.float64 if float64_supported(xp, device) else xp.float32
 
 
+def in_float64(xp, device, *arrays):
+    """Return ``arrays`` in float64: in ``xp``, or on the host (no float64)."""
+    if wide_dtype(xp, device) == xp.float64:
+        return [xp.astype(array, xp.float64) for array in arrays]
+    return [to_numpy(array).astype(np.float64) for array in arrays]
+
+
+def max_abs(X) -> float:
+    """Largest magnitude of a dense, CSR or device array (0 when empty)."""
+    data = X.data if sparse.issparse(X) else X
+    if isinstance(data, np.ndarray):
+        return float(np.max(np.abs(data), initial=0.0))
+    xp = array_api_compat.array_namespace(data)
+    return float(xp.max(xp.abs(data)))
+
+
 #: Block-sized temporaries a namespace block holds at once. The NumPy code
 #: reuses one buffer per block through ``out=``, which the array API standard
 #: lacks: a namespace block allocates a new array per operation, and up to
@@ -185,7 +233,22 @@ def row_slices(n_rows, row_bytes):
     the NumPy fit's resident memory (freed blocks kept by glibc), with a
     quarter at 1.0-1.3x (``docs/array_api.rst``, device memory).
     """
-    block = blocks.rows_per_block(row_bytes * _NAMESPACE_TEMPORARIES)
+    return _slices(n_rows, blocks.rows_per_block(row_bytes * _NAMESPACE_TEMPORARIES))
+
+
+def row_blocks(X, row_bytes):
+    """Row slices of ``X`` for ``row_bytes`` temporary bytes per row.
+
+    NumPy and sparse rows, which write their blocks ``out=``, take the whole
+    budget (:func:`sklmargin._utils.blocks.rows_per_block`); rows of another
+    namespace a share of it (:func:`row_slices`).
+    """
+    if isinstance(X, np.ndarray) or sparse.issparse(X):
+        return _slices(X.shape[0], blocks.rows_per_block(row_bytes))
+    return row_slices(X.shape[0], row_bytes)
+
+
+def _slices(n_rows, block):
     return [
         slice(start, min(start + block, n_rows)) for start in range(0, n_rows, block)
     ]
@@ -263,6 +326,52 @@ def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
     )
 
 
+def check_fit_input(transformer, X, sample_weight, accept_sparse=False):
+    """Validate a feature map's ``fit`` input.
+
+    Returns ``(X, sample_weight, xp, device, on_device)``: ``X`` validated in
+    its namespace (:func:`input_namespace_or_numpy`), the weights on the host
+    (:func:`host_weights`).
+    """
+    xp, device, on_device = input_namespace_or_numpy(X)
+    X = validate_data(
+        transformer, X, accept_sparse=accept_sparse, dtype=[xp.float64, xp.float32]
+    )
+    return X, host_weights(sample_weight, X.shape[0]), xp, device, on_device
+
+
+def check_transform_input(transformer, X, fitted, accept_sparse=False):
+    """Validate ``transform``'s ``X`` against the fit: ``(X, xp, device)``.
+
+    ``fitted`` names a fitted array attribute, NumPy after a host fit and on
+    the fit's device after a device fit: input of another namespace or device
+    is refused with the estimators' message (:func:`check_same_namespace`).
+    """
+    check_is_fitted(transformer)
+    found = input_namespace(X)
+    check_same_namespace(
+        getattr(transformer, fitted), X, f"{type(transformer).__name__}.transform()",
+        "transform", *(found or (None, None)), verb="transform",
+    )  # fmt: skip
+    xp, device, _ = input_namespace_or_numpy(X)
+    X = validate_data(
+        transformer, X, accept_sparse=accept_sparse,
+        dtype=[xp.float64, xp.float32], reset=False,
+    )  # fmt: skip
+    return X, xp, device
+
+
+def move_fitted_arrays(fitted, names, xp, device):
+    """Move the NumPy arrays among the attributes ``names`` of ``fitted`` to ``device``.
+
+    Dtypes are kept; attributes that are absent, None or not arrays stay.
+    """
+    for name in names:
+        if isinstance(value := getattr(fitted, name, None), np.ndarray):
+            setattr(fitted, name, to_device(value, xp, device))
+    return fitted
+
+
 def host_inputs(y, sample_weight):
     """``y`` and ``sample_weight`` on the host when they are array API arrays.
 
@@ -271,22 +380,13 @@ def host_inputs(y, sample_weight):
     (``n`` numbers each; documented). Without dispatch they are left to
     scikit-learn's usual ``np.asarray``.
     """
-    if (y is None or isinstance(y, np.ndarray)) and (
-        sample_weight is None or isinstance(sample_weight, np.ndarray)
-    ):
-        return y, sample_weight
     if not dispatch_enabled():
         return y, sample_weight
-    y = y if _is_host(y) else to_numpy(y)
-    if not _is_host(sample_weight):
-        sample_weight = to_numpy(sample_weight)
-    return y, sample_weight
+    return tuple(a if _is_host(a) else to_numpy(a) for a in (y, sample_weight))
 
 
-def to_numpy_weights(sample_weight, n_samples):
-    """Return validated host weights (float64) from any namespace, or None."""
-    if sample_weight is None:
-        return None
+def host_weights(sample_weight, n_samples):
+    """Return validated float64 host weights from any namespace (None: unit)."""
     from .validation import check_weights
 
     weights = sample_weight if _is_host(sample_weight) else to_numpy(sample_weight)

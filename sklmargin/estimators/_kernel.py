@@ -326,7 +326,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
-        keys = training_row_keys(X, xp)
+        keys = training_row_keys(X)
 
         def take(rows):
             part = X[rows] if xp is None else to_numpy(take_rows(X, rows, xp, device))

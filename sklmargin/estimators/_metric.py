@@ -43,9 +43,9 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 
-from .._utils.blocks import rows_per_block
+from .._utils.array_api import is_dask, row_blocks, to_device, to_numpy
 
 #: Rows of the pilot fit (a uniform draw without replacement; all rows below).
 PILOT_ROWS = 4000
@@ -95,36 +95,24 @@ def metric_sample(keys, rng):
     return rows, np.arange(min(len(rows), AGOP_ROWS))
 
 
-def training_row_keys(X, xp=None):
+def training_row_keys(X):
     """Stable keys of the rows of ``X`` (NumPy dense or CSR, Dask, array API).
 
     Computed in row blocks (a dense copy of a block at most), on the host.
     """
     from ..features._row_keys import stable_row_keys
 
-    if hasattr(X, "map_blocks") and hasattr(X, "chunks"):  # Dask
+    if is_dask(X):
         return np.asarray(
             X.rechunk({1: -1})
-            .map_blocks(
-                lambda block: stable_row_keys(np.asarray(block)),
-                drop_axis=1,
-                dtype=np.uint64,
-            )
+            .map_blocks(stable_row_keys, drop_axis=1, dtype=np.uint64)
             .compute()
         )
-    n_samples, n_features = X.shape
-    keys = np.empty(n_samples, dtype=np.uint64)
-    for block in gen_batches(n_samples, rows_per_block(8 * n_features)):
-        if xp is not None:
-            from .._utils.array_api import to_numpy
-
-            # The standard indexes every axis: (rows, ...), not rows alone.
-            part = to_numpy(X[block, ...])
-        else:
-            part = X[block]
-            if sparse.issparse(part):
-                part = part.toarray()
-        keys[block] = stable_row_keys(np.asarray(part))
+    keys = np.empty(X.shape[0], dtype=np.uint64)
+    for rows in row_blocks(X, 8 * X.shape[1]):
+        # Sparse blocks densified; the standard indexes every axis: (rows, ...).
+        part = X[rows].toarray() if sparse.issparse(X) else to_numpy(X[rows, ...])
+        keys[rows] = stable_row_keys(part)
     return keys
 
 
@@ -148,15 +136,13 @@ def apply_input_transform(X, transform, xp=None, device=None):
     """
     if transform is None:
         return X
-    if xp is not None:
-        from .._utils.array_api import to_device
-
+    if xp is None:
+        t = np.asarray(transform).astype(X.dtype, copy=False)
+    else:
         t = to_device(transform, xp, device, dtype=X.dtype)
-        return X * t if t.ndim == 1 else X @ t
-    t = np.asarray(transform).astype(X.dtype, copy=False)
+    if sparse.issparse(X) and t.ndim == 1:
+        return sparse.csr_matrix(X @ sparse.diags(t)).astype(X.dtype, copy=False)
     if sparse.issparse(X):
-        if t.ndim == 1:
-            return sparse.csr_matrix(X @ sparse.diags(t)).astype(X.dtype, copy=False)
         return np.asarray(X @ t)
     return X * t if t.ndim == 1 else X @ t
 
@@ -186,85 +172,77 @@ def _gradient_blocks(model, X):
     1e19, far beyond any standardised data) counts as flat: its gradient is
     0 rather than inf or NaN, and the step stays finite.
     """
-    blocks = _raw_gradient_blocks(model, X)
-    while True:
-        # Each block is computed under the error state, and yielded outside
-        # it: the caller's arithmetic keeps its own.
-        with np.errstate(all="ignore"):
-            grad = next(blocks, None)
-            if grad is not None:
-                grad[~np.isfinite(grad).all(axis=(1, 2))] = 0.0
-        if grad is None:
-            return
-        yield grad
-
-
-def _raw_gradient_blocks(model, X):
-    """:func:`_gradient_blocks` before non-finite rows are cleared."""
     from ..objective._description import _logit_description, _NystroemDescription
 
-    description = _logit_description(model)
-    dtype = X.dtype
-    fmap = description.feature_map
-    matrix = description.matrix.astype(dtype)  # (width, K)
-    n_classes = matrix.shape[1]
-    nystroem = isinstance(fmap, _NystroemDescription)
-    if nystroem:
-        # Chain through z = k N: the class directions in kernel coordinates.
-        normalization = fmap.normalization.astype(dtype)
-        centres = fmap.centres.astype(dtype)  # (d, M), offset and sqrt(gamma) in
-        centre_squares = fmap.centre_squares.astype(dtype)
-        directions = normalization @ matrix  # (M, K)
-        width = centres.shape[1]
-    else:
-        weights = np.hstack([fmap.pair_weights, fmap.odd_weights]).astype(dtype)
-        n_pairs = fmap.pair_weights.shape[1]
-        width = weights.shape[1]
-    block = rows_per_block(dtype.itemsize * 3 * n_classes * max(width, X.shape[1]))
-    for rows in gen_batches(X.shape[0], block):
-        x = X[rows]
+    with np.errstate(all="ignore"):  # (as the blocks, below)
+        description = _logit_description(model)
+        dtype = X.dtype
+        fmap = description.feature_map
+        matrix = description.matrix.astype(dtype)  # (width, K)
+        n_classes = matrix.shape[1]
+        nystroem = isinstance(fmap, _NystroemDescription)
         if nystroem:
-            scaled = (x - fmap.offset.astype(dtype)) * dtype.type(fmap.root_gamma)
-            squared = (
-                np.einsum("ij,ij->i", scaled, scaled)[:, None]
-                + centre_squares
-                - 2.0 * scaled @ centres
-            )
-            kernel = np.exp(-np.maximum(squared, 0.0))  # (n, M)
-            features = kernel @ normalization
+            # Chain through z = k N: the class directions in kernel coordinates.
+            normalization = fmap.normalization.astype(dtype)
+            centres = fmap.centres.astype(dtype)  # (d, M), offset and sqrt(gamma) in
+            centre_squares = fmap.centre_squares.astype(dtype)
+            directions = normalization @ matrix  # (M, K)
+            width = centres.shape[1]
         else:
-            projection = x @ weights
-            projection[:, n_pairs:] += fmap.odd_offset.astype(dtype)
-            cos, sin = np.cos(projection), np.sin(projection)
-            features = dtype.type(fmap.scale) * np.hstack(
-                [cos[:, :n_pairs], sin[:, :n_pairs], cos[:, n_pairs:]]
-            )
-        # dlogit_c / dz = alpha_c * A[:, c] + beta_c * z (beta only normalised)
-        alpha, beta = _feature_gradient_factors(description, features)
-        if nystroem:
-            # dlogit_c / dk = alpha_c (N A)_c + beta_c N^T... = per kernel entry
-            chained = alpha[:, :, None] * directions.T[None, :, :]
-            if beta is not None:
-                chained += beta[:, :, None] * (features @ normalization.T)[:, None, :]
-            chained *= kernel[:, None, :]  # times k_i: (n, K, M)
-            # dk_i/dx = -2 gamma k_i (x - c_i) = -2 sqrt(gamma) k_i (u - u_i)
-            grad = chained.sum(axis=2)[:, :, None] * scaled[:, None, :]
-            grad -= (chained @ centres.T).reshape(grad.shape)
-            grad *= dtype.type(-2.0 * fmap.root_gamma)
-        else:
-            g = alpha[:, :, None] * matrix.T[None, :, :]  # (n, K, width_out)
-            if beta is not None:
-                g += beta[:, :, None] * features[:, None, :]
-            g *= dtype.type(fmap.scale)
-            # d cos(p)/dp = -sin(p), d sin(p)/dp = cos(p); p = x w (+ b)
-            dp = np.empty((x.shape[0], n_classes, width), dtype=dtype)
-            dp[:, :, :n_pairs] = (
-                -sin[:, None, :n_pairs] * g[:, :, :n_pairs]
-                + cos[:, None, :n_pairs] * g[:, :, n_pairs : 2 * n_pairs]
-            )
-            dp[:, :, n_pairs:] = -sin[:, None, n_pairs:] * g[:, :, 2 * n_pairs :]
-            grad = dp @ weights.T
-        yield grad.astype(dtype, copy=False)
+            weights = np.hstack([fmap.pair_weights, fmap.odd_weights]).astype(dtype)
+            n_pairs = fmap.pair_weights.shape[1]
+            width = weights.shape[1]
+    row_bytes = dtype.itemsize * 3 * n_classes * max(width, X.shape[1])
+    for rows in row_blocks(X, row_bytes):
+        # Computed under the error state, yielded outside it: the caller's
+        # arithmetic keeps its own.
+        with np.errstate(all="ignore"):
+            x = X[rows]
+            if nystroem:
+                scaled = (x - fmap.offset.astype(dtype)) * dtype.type(fmap.root_gamma)
+                squared = (
+                    np.einsum("ij,ij->i", scaled, scaled)[:, None]
+                    + centre_squares
+                    - 2.0 * scaled @ centres
+                )
+                kernel = np.exp(-np.maximum(squared, 0.0))  # (n, M)
+                features = kernel @ normalization
+            else:
+                projection = x @ weights
+                projection[:, n_pairs:] += fmap.odd_offset.astype(dtype)
+                cos, sin = np.cos(projection), np.sin(projection)
+                features = dtype.type(fmap.scale) * np.hstack(
+                    [cos[:, :n_pairs], sin[:, :n_pairs], cos[:, n_pairs:]]
+                )
+            # dlogit_c / dz = alpha_c * A[:, c] + beta_c * z (beta only normalised)
+            alpha, beta = _feature_gradient_factors(description, features)
+            if nystroem:
+                # dlogit_c / dk = alpha_c (N A)_c + beta_c N^T... = per kernel entry
+                chained = alpha[:, :, None] * directions.T[None, :, :]
+                if beta is not None:
+                    back = (features @ normalization.T)[:, None, :]
+                    chained += beta[:, :, None] * back
+                chained *= kernel[:, None, :]  # times k_i: (n, K, M)
+                # dk_i/dx = -2 gamma k_i (x - c_i) = -2 sqrt(gamma) k_i (u - u_i)
+                grad = chained.sum(axis=2)[:, :, None] * scaled[:, None, :]
+                grad -= (chained @ centres.T).reshape(grad.shape)
+                grad *= dtype.type(-2.0 * fmap.root_gamma)
+            else:
+                g = alpha[:, :, None] * matrix.T[None, :, :]  # (n, K, width_out)
+                if beta is not None:
+                    g += beta[:, :, None] * features[:, None, :]
+                g *= dtype.type(fmap.scale)
+                # d cos(p)/dp = -sin(p), d sin(p)/dp = cos(p); p = x w (+ b)
+                dp = np.empty((x.shape[0], n_classes, width), dtype=dtype)
+                dp[:, :, :n_pairs] = (
+                    -sin[:, None, :n_pairs] * g[:, :, :n_pairs]
+                    + cos[:, None, :n_pairs] * g[:, :, n_pairs : 2 * n_pairs]
+                )
+                dp[:, :, n_pairs:] = -sin[:, None, n_pairs:] * g[:, :, 2 * n_pairs :]
+                grad = dp @ weights.T
+            grad = grad.astype(dtype, copy=False)
+            grad[~np.isfinite(grad).all(axis=(1, 2))] = 0.0
+        yield grad
 
 
 def _feature_gradient_factors(description, features):
@@ -377,8 +355,7 @@ def learn_input_transform(estimator, keys, take, dtype):
     rows, agop_rows = metric_sample(keys, rng)
     seed = rng.randint(np.iinfo(np.int32).max)
     X, y_encoded, sample_weight = take(rows)
-    X = X.toarray() if sparse.issparse(X) else np.asarray(X)
-    X = X.astype(dtype, copy=False)
+    X = (X.toarray() if sparse.issparse(X) else np.asarray(X)).astype(dtype, copy=False)
     y_encoded = np.asarray(y_encoded)
     sample_weight = np.asarray(sample_weight, dtype=np.float64)
     if np.unique(y_encoded[sample_weight > 0]).shape[0] < 2:

@@ -15,10 +15,11 @@ exponential, einsum row norms). The modules, one concern each:
 * ``_centres.py``: the Nyström centre selectors and the choice among them
   from the distinct rows' weights (in memory or over Dask chunks);
 * ``_row_keys.py``: row hashes, the identity and canonical order of the
-  distinct rows;
-* ``_arrays.py``: what differs on a device: namespace, row blocks, the
-  float64 fallback, host weights, moving fitted arrays, the transform's
-  namespace check.
+  distinct rows.
+
+What differs on a device (the namespace, row blocks, the float64 fallback,
+host weights, moving the fitted arrays, the transform's namespace check) is
+asked of :mod:`sklmargin._utils.array_api`, as the estimators ask it.
 
 The Dask fit (:mod:`sklmargin.integrations.dask._features`) reduces the same
 statistics over the chunks and finishes them with the same functions.

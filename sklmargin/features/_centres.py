@@ -41,9 +41,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse
 from scipy.linalg import solve_triangular
-from sklearn.utils import gen_batches
 
-from .._utils.blocks import rows_per_block
+from .._utils.array_api import row_blocks
 from ._kernel_block import rbf_kernel_block
 from ._row_keys import distinct_row_hashes, mix64, stable_row_keys
 
@@ -109,7 +108,7 @@ def uniform_centres(rows, weights, n_centres, gamma, rng):
     ----------
     rows : ndarray of shape (n_distinct, n_features)
         Distinct rows (see
-        :func:`~sklmargin.features._row_keys.distinct_weighted_rows`).
+        :func:`~sklmargin.features._row_keys.distinct_row_hashes`).
     weights : ndarray of shape (n_distinct,)
         Positive weights.
     n_centres : int
@@ -199,11 +198,10 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
     seeds = np.sort(_kmeans_plusplus_indices(rows, weights, n_centres, rng))
     centres = rows[seeds].astype(np.float64)
     rows64 = rows.astype(np.float64, copy=False)
-    block = rows_per_block(8 * centres.shape[0])
     for _ in range(n_steps):
         centre_norms = np.einsum("ij,ij->i", centres, centres)
         labels = np.empty(rows.shape[0], dtype=np.intp)
-        for batch in gen_batches(rows.shape[0], block):
+        for batch in row_blocks(rows64, 8 * centres.shape[0]):
             # |x|^2 is constant per row: the argmin needs |c|^2 - 2 x.c only.
             distance = rows64[batch] @ centres.T
             distance *= -2.0

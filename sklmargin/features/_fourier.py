@@ -24,21 +24,21 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 from threadpoolctl import ThreadpoolController
 
-from .._utils.array_api import RowBlockWriter, numpy_dtype, to_device
+from .._utils.array_api import (
+    RowBlockWriter,
+    check_fit_input,
+    check_transform_input,
+    in_float64,
+    max_abs,
+    move_fitted_arrays,
+    numpy_dtype,
+    row_blocks,
+    to_device,
+)
 from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
-from ._arrays import (
-    check_transform_input,
-    host_weights,
-    in_float64,
-    map_namespace,
-    peak,
-    row_blocks,
-    to_fit_device,
-)
 from ._gamma import scale_gamma
 
 __all__ = ["RandomFourierFeatures"]
@@ -270,14 +270,12 @@ class RandomFourierFeatures(
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        xp, device, on_device = map_namespace(X)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[xp.float64, xp.float32])
-        sample_weight = host_weights(sample_weight, X.shape[0])
+        X, sample_weight, xp, device, on_device = check_fit_input(
+            self, X, sample_weight, accept_sparse="csr"
+        )
 
-        if isinstance(self.gamma, str):  # the constraints admit only "scale"
-            self.gamma_ = scale_gamma(X, sample_weight)
-        else:
-            self.gamma_ = float(self.gamma)
+        scale = isinstance(self.gamma, str)  # the constraints admit only "scale"
+        self.gamma_ = scale_gamma(X, sample_weight) if scale else float(self.gamma)
 
         n_pairs, n_odd = divmod(int(self.n_components), 2)
         rng = check_random_state(self.random_state)
@@ -291,7 +289,9 @@ class RandomFourierFeatures(
         frequencies *= np.sqrt(2.0 * self.gamma_)
         self.random_weights_ = frequencies.astype(dtype, copy=False)
         self.random_offset_ = offset.astype(dtype, copy=False)
-        return to_fit_device(self, xp, device, on_device)
+        if on_device:
+            move_fitted_arrays(self, ("random_weights_", "random_offset_"), xp, device)
+        return self
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Map ``X`` to the random Fourier features.
@@ -330,7 +330,7 @@ class RandomFourierFeatures(
         row_bytes = weights.shape[1] * numpy_dtype(dtype).itemsize
         for rows in row_blocks(X, row_bytes):
             block, block_weights, block_offset = X[rows, :], weights, offset
-            if dtype != xp.float64 and peak(block) * reach > limit:
+            if dtype != xp.float64 and max_abs(block) * reach > limit:
                 block, block_weights, block_offset = in_float64(
                     xp, device, block, self.random_weights_, self.random_offset_
                 )

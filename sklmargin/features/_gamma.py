@@ -21,8 +21,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._utils.array_api import RowBlockWriter, to_device, wide_dtype
-from ._arrays import map_namespace, row_blocks
+from .._utils.array_api import (
+    RowBlockWriter,
+    input_namespace_or_numpy,
+    row_blocks,
+    to_device,
+    wide_dtype,
+)
 
 
 def gamma_from_variance(variance: float, n_features: int) -> float:
@@ -69,7 +74,7 @@ def weighted_sum(X, sample_weight, mean=None) -> float:
     -------
     float
     """
-    xp, device, _ = map_namespace(X)
+    xp, device, _ = input_namespace_or_numpy(X)
     wide = wide_dtype(xp, device)
     per_row = RowBlockWriter(xp, (X.shape[0],), wide, device)
     for rows in row_blocks(X, 8 * X.shape[1]):

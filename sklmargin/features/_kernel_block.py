@@ -14,9 +14,8 @@ import math
 
 import numpy as np
 
-from .._utils.array_api import numpy_dtype, to_device
+from .._utils.array_api import in_float64, max_abs, numpy_dtype, to_device
 from .._utils.compat import array_api_compat
-from ._arrays import in_float64, peak
 
 
 def _squared_row_norms(A, xp):
@@ -90,7 +89,7 @@ def rbf_kernel_block(A, B, gamma):
     if dtype != np.float64:
         # Judged before scaling, which would itself overflow.
         limit = float(np.sqrt(np.finfo(dtype).max)) / (4 * max(A.shape[1], 1))
-        if math.sqrt(gamma) * max(peak(A), peak(B)) > limit:
+        if math.sqrt(gamma) * max(max_abs(A), max_abs(B)) > limit:
             device = array_api_compat.device(A)
             kernel = rbf_kernel_block(*in_float64(xp, device, A, B), gamma)
             return to_device(kernel, xp, device, dtype=A.dtype)

@@ -19,23 +19,26 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 
-from .._utils.array_api import RowBlockWriter, numpy_dtype, to_numpy
+from .._utils.array_api import (
+    RowBlockWriter,
+    check_fit_input,
+    check_transform_input,
+    move_fitted_arrays,
+    numpy_dtype,
+    row_blocks,
+    to_numpy,
+)
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
-from ._arrays import (
-    check_transform_input,
-    host_weights,
-    map_namespace,
-    row_blocks,
-    to_fit_device,
-)
 from ._centres import CENTRE_SELECTORS, select_centres
 from ._gamma import scale_gamma
 from ._kernel_block import rbf_kernel_block
 
 __all__ = ["NystroemFeatures"]
+
+#: The fitted arrays that follow a device fit's X to its device.
+_FITTED_ARRAYS = ("components_", "normalization_", "eigenvalues_")
 
 # Rows drawn (weight-proportionally, without replacement) for gamma="median".
 _MEDIAN_ROWS = 1000
@@ -225,9 +228,9 @@ class NystroemFeatures(
         self : NystroemFeatures
             The fitted transformer.
         """
-        xp, device, on_device = map_namespace(X)
-        X = validate_data(self, X, dtype=[xp.float64, xp.float32])
-        sample_weight = host_weights(sample_weight, X.shape[0])
+        X, sample_weight, xp, device, on_device = check_fit_input(
+            self, X, sample_weight
+        )
         # The centres are chosen among the distinct rows by their hashes, on
         # the host: a device fit copies X there once (documented).
         X = to_numpy(X)
@@ -243,7 +246,10 @@ class NystroemFeatures(
         centres = select_centres(
             X, sample_weight, int(self.n_components), self.gamma_, self.centres, rng
         )
-        return to_fit_device(self._fit_centres(centres, X.dtype), xp, device, on_device)
+        self._fit_centres(centres, X.dtype)
+        if on_device:
+            move_fitted_arrays(self, _FITTED_ARRAYS, xp, device)
+        return self
 
     def _fit_centres(self, centres, dtype):
         """Factor the kernel matrix of chosen ``centres``; set the fitted basis.

@@ -187,26 +187,3 @@ def distinct_row_hashes(X: np.ndarray, sample_weight: np.ndarray):
         inverse.ravel(), weights=sample_weight[positive], minlength=hashes.shape[0]
     )
     return hashes, weights, positive[first]
-
-
-def distinct_weighted_rows(X: np.ndarray, sample_weight: np.ndarray):
-    """Return the distinct positive-weight rows of ``X`` and their total weights.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Dense data.
-    sample_weight : ndarray of shape (n_samples,)
-        Non-negative weights with a positive sum.
-
-    Returns
-    -------
-    rows : ndarray of shape (n_distinct, n_features)
-        The distinct rows among those with positive weight, in the order of
-        their hashes (:func:`row_hashes`), so independent of the order of ``X``
-        and computable chunk by chunk.
-    weights : ndarray of shape (n_distinct,)
-        float64 sum of the sample weights of each distinct row's copies.
-    """
-    _, weights, index = distinct_row_hashes(X, sample_weight)
-    return X[index], weights

@@ -33,7 +33,6 @@ from .._utils.compat import array_api_compat
 # sin(theta) = sqrt(1 - c**2): the derivative of arccos is infinite at +-1, and a
 # sample exactly parallel to its prototype must give a finite (if large) slope,
 # never inf * 0 = NaN in the chain rule.
-_COS_CLIP = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-6}
 
 
 def _namespace(array):
@@ -58,10 +57,7 @@ def _as_dtype(array, dtype):
 
 def _clip_cos(cos):
     xp = _namespace(cos)
-    if xp is np:
-        eps = _COS_CLIP.get(cos.dtype, 1e-12)
-    else:
-        eps = 1e-6 if cos.dtype == xp.float32 else 1e-12
+    eps = 1e-6 if cos.dtype == xp.float32 else 1e-12
     return xp.clip(cos, -1.0 + eps, 1.0 - eps)
 
 
@@ -116,7 +112,9 @@ class Margin:
         them. ``compare --tune`` and the CV estimators read it from here, so a
         new loss is tuned without editing a list elsewhere.
     m_domain : tuple of float
-        The closed interval of ``m`` :meth:`check_m` accepts (``inf``: unbounded).
+        The closed interval of ``m`` :meth:`check_m` accepts (``inf``: unbounded;
+        ``(0, 0)``: no margin); ``m_meaning`` says what ``m`` is, in its message,
+        and ``m_domain_text`` (if set) names the interval there.
     edge_settings : dict
         The most extreme valid settings a user may pass (stress and fuzz tests).
     logits_latex, logits_text, paper : tuple of str, tuple of str, str
@@ -138,7 +136,9 @@ class Margin:
     start = "class-means"
     default_s_kernel: float | None = None
     search_grid: dict = {}
-    m_domain = (0.0, 0.0)
+    m_domain = (-math.inf, math.inf)
+    m_meaning = "the margin"
+    m_domain_text: str | None = None
     edge_settings: dict = {"s": 100.0}
     logits_latex = ("", "")
     logits_text = ("", "")
@@ -201,8 +201,20 @@ class Margin:
         raise NotImplementedError
 
     def check_m(self, m):
-        """Return ``m`` as a float, or raise ValueError if outside the domain."""
-        return _real(m, "m")
+        """Return ``m`` as a float, or raise ValueError if outside ``m_domain``."""
+        m = _real(m, "m")
+        low, high = self.m_domain
+        if not low <= m <= high:
+            allowed = self.m_domain_text or (
+                f"None or {low:g}" if low == high
+                else f">= {low:g}" if high == math.inf
+                else f"in [{low:g}, {high:g}]"
+            )  # fmt: skip
+            raise ValueError(
+                f"m must be {allowed} for loss={self.name!r} ({self.m_meaning}); "
+                f"got m={m!r}."
+            )
+        return m
 
     def check_s(self, s):
         """Return ``s`` as a float, or raise ValueError if outside the domain."""

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ._base import Margin, _as_dtype, _clip_cos, _namespace, _real, _sin_from_cos
+from ._base import Margin, _as_dtype, _clip_cos, _namespace, _sin_from_cos
 
 
 def multiplicative_angular_margin(theta, m):
@@ -80,20 +80,14 @@ class _MultiplicativeMargin(Margin):
     uses_lambda = True
     default_lambda = 1.0
     m_domain = (1.0, math.inf)
+    m_meaning = (
+        "a multiplicative angular margin; m=1 is no margin, the papers use integers 2-4"
+    )
     edge_settings = {"m": 6.0, "lambda_min": 0.0}
 
     def kink_angles(self, m):
         """Return where ``m theta`` crosses a multiple of ``pi`` (``psi``'s pieces)."""
         return tuple(k * math.pi / m for k in range(math.floor(m) + 1))
-
-    def check_m(self, m):
-        m = _real(m, "m")
-        if not m >= 1.0:
-            raise ValueError(
-                f"m must be >= 1 for loss={self.name!r} (a multiplicative angular "
-                f"margin; m=1 is no margin, the papers use integers 2-4); got m={m!r}."
-            )
-        return m
 
     def target(self, cos_y, m, lam=0.0):
         xp = _namespace(cos_y)

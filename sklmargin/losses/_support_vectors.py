@@ -7,23 +7,17 @@ whatever margin it wraps, through the non-target hooks of
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
 from .._utils.compat import array_api_compat
+from ._base import _real
 
 
 def check_t(t):
     """Validate the SV-Softmax parameter ``t >= 1`` and return it as a float."""
-    if isinstance(t, bool) or not isinstance(t, numbers.Real):
-        raise TypeError(f"t must be a real number; got {t!r}.")
-    t = float(t)
-    if not (math.isfinite(t) and t >= 1.0):
-        raise ValueError(
-            f"t must be a finite number >= 1 (SV-Softmax; t=1 is off); got t={t!r}."
-        )
+    t = _real(t, "t")  # a real, finite number
+    if not t >= 1.0:
+        raise ValueError(f"t must be >= 1 (SV-Softmax; t=1 is off); got t={t!r}.")
     return t
 
 

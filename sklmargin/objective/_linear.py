@@ -16,7 +16,7 @@ import time
 import numpy as np
 from scipy import sparse
 
-from .._utils.array_api import numpy_dtype, to_device, to_numpy
+from .._utils.array_api import numpy_dtype, rows_namespace, to_device, to_numpy
 from .._utils.compat import array_api_compat
 from ._interface import ObjectiveBase
 from ._pointwise import (
@@ -25,13 +25,7 @@ from ._pointwise import (
     checked_logit_scale,
     pointwise_loss_gradient,
 )
-from ._rows import (
-    TINY_NORM,
-    PreparedRows,
-    lifted_cosines,
-    namespace,
-    times_transposed,
-)
+from ._rows import PreparedRows, lifted_cosines, prototype_norms, times_transposed
 
 array_namespace = array_api_compat.array_namespace
 
@@ -70,7 +64,7 @@ def margin_free_logits(
         Where ``X``'s dtype cannot hold the logits
         (:func:`~sklmargin.objective._pointwise.checked_logit_scale`).
     """
-    xp, device, wide = namespace(X)
+    xp, device, wide = rows_namespace(X)
     dtype, np_dtype = X.dtype, numpy_dtype(X.dtype)
     remedy = "predict with float64 input, or refit with a smaller s"
     intercept = to_numpy(intercept).astype(np_dtype, copy=False)
@@ -206,7 +200,7 @@ class LinearMarginObjective(ObjectiveBase):
         self._setup(margin, m, s, C, n_classes, rows.n_features, fit_intercept, sw_sum)
         self.rows, self.X, self.norms, self.y = rows, rows.X, rows.norms, y
         self.constant = rows.constant
-        self.xp, self.device, self.wide = namespace(rows.X)
+        self.xp, self.device, self.wide = rows_namespace(rows.X)
         self.dtype = numpy_dtype(rows.X.dtype)
         self.transfer_seconds = 0.0
         self.sw_host = sample_weight / self.sw_sum
@@ -221,12 +215,16 @@ class LinearMarginObjective(ObjectiveBase):
 
     def with_margin(self, margin):
         """Return the same problem (rows, weights, labels) under another margin."""
-        other = LinearMarginObjective(
-            self.rows, self.y, self.n_classes, self.sw_host * self.sw_sum, margin,
-            self.m, self.s, self.C, self.fit_intercept,
-        )  # fmt: skip
+        other = self._on(self.rows, self.y, margin)
         other.targets = self.targets
         return other
+
+    def _on(self, rows, y, margin):
+        """Return the problem with these weights and settings on ``rows``, ``y``."""
+        return LinearMarginObjective(
+            rows, y, self.n_classes, self.sw_host * self.sw_sum, margin, self.m,
+            self.s, self.C, self.fit_intercept,
+        )  # fmt: skip
 
     # -- host <-> device: the only copies, timed --------------------------------
     def _to_device(self, array, dtype):
@@ -326,17 +324,12 @@ class LinearMarginObjective(ObjectiveBase):
         if self.dtype == np.float64 or self.wide != self.X.dtype:
             return None
         coef, _ = self.unpack(params)
-        w_norm = None
-        if self.margin.uses_angle:
-            w_norm = np.maximum(np.sqrt(np.einsum("ij,ij->i", coef, coef)), TINY_NORM)
+        w_norm = prototype_norms(coef) if self.margin.uses_angle else None
         if _scale_fits(self._largest_scale(w_norm), self.dtype):
             return None
         norms = None if self.norms is None else to_numpy(self.norms)
         rows = PreparedRows(to_numpy(self.X), norms, self.constant)
-        return LinearMarginObjective(
-            rows, to_numpy(self.y), self.n_classes, self.sw_host * self.sw_sum,
-            self.margin, self.m, self.s, self.C, self.fit_intercept,
-        )  # fmt: skip
+        return self._on(rows, to_numpy(self.y), self.margin)
 
     # -- the solver's interface -----------------------------------------------------
     def value_and_state(self, params, *, lam=0.0):

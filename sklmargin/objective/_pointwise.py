@@ -19,9 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._utils.array_api import wide_dtype
+from .._utils.array_api import rows_namespace
 from .._utils.compat import array_api_compat
 from .._utils.validation import check_logit_range, check_weights
+from ..losses._base import _real
 from ..losses._registry import get_margin
 from ..losses._support_vectors import with_support_vectors
 from ._cross_entropy import array_cross_entropy, softmax_cross_entropy
@@ -67,13 +68,10 @@ class TargetEntries:
 
     def __init__(self, y, n_classes):
         self.y = y
-        self.xp = None if isinstance(y, np.ndarray) else array_namespace(y)
+        self.xp, device, self.wide = rows_namespace(y)
         if self.xp is None:
             self.rows = np.arange(y.shape[0])
-            self.wide = np.float64
         else:
-            device = array_api_compat.device(y)
-            self.wide = wide_dtype(self.xp, device)
             classes = self.xp.arange(n_classes, device=device)
             self.mask = y[:, None] == classes[None, :]
             self._indicators = {}
@@ -207,12 +205,13 @@ def pointwise_loss_gradient(
 
     loss, grad_logits = targets.cross_entropy(z, sample_weight)
     grad_intercept = xp.sum(grad_logits, axis=0, dtype=wide)
+    grad_y = targets.take(grad_logits)  # a copy: read before the writes below
     grad_scale = None
     if return_scale_grad:  # dloss/dscale = dloss/dz * h (f_y on the target)
-        grad_scale = targets.put(h * grad_logits, targets.take(grad_logits) * f_y)
+        grad_scale = targets.put(h * grad_logits, grad_y * f_y)
 
     # dz/dcos = scale * dh on non-targets, scale * f'(cos_y) on the target.
-    grad_target = targets.take(grad_logits) * (scale_y * df_y)
+    grad_target = grad_y * (scale_y * df_y)
     grad_cos = grad_logits
     grad_cos *= scale
     if dh is not None:
@@ -314,8 +313,7 @@ def margin_softmax_loss(
     cos, y, margin, m, scale, sample_weight = _check_pointwise_inputs(
         cos, y, loss, m, s, t, norms, sample_weight
     )
-    lam = float(lam)
-    if not (np.isfinite(lam) and lam >= 0):
+    if not (lam := _real(lam, "lam")) >= 0:
         raise ValueError(f"lam must be a finite number >= 0; got {lam!r}.")
     sw = check_weights(sample_weight, cos.shape[0])
     try:

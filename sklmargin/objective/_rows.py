@@ -21,12 +21,13 @@ only.
 Every function here takes rows of any array API namespace (NumPy and SciPy
 sparse matrices included) and computes in that namespace, on the rows'
 device, as scikit-learn's array API code does: the namespace is looked up
-once per call (:func:`namespace`) and NumPy differs only in leaf kernels
-that pay for themselves (``einsum`` row norms without a float64 copy,
-normalisation in place, sparse products). Other namespaces work by row
-blocks, so that their float64 temporaries stay within the block budget of
-:mod:`sklmargin._utils.blocks`. Norms and sums run in float64, or the widest
-float the device has (:func:`sklmargin._utils.array_api.wide_dtype`).
+once per call (:func:`~sklmargin._utils.array_api.rows_namespace`) and NumPy
+differs only in leaf kernels that pay for themselves (``einsum`` row norms
+without a float64 copy, normalisation in place, sparse products). Other
+namespaces work by row blocks, so that their float64 temporaries stay within
+the block budget of :mod:`sklmargin._utils.blocks`. Norms and sums run in
+float64, or the widest float the device has
+(:func:`sklmargin._utils.array_api.wide_dtype`).
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ from scipy import sparse
 
 from .._utils.array_api import (
     RowBlockWriter,
-    row_slices,
+    row_blocks,
+    rows_namespace,
     to_device,
     to_numpy,
-    wide_dtype,
 )
 from .._utils.compat import array_api_compat
 
@@ -51,19 +52,6 @@ TINY_NORM = 1e-30
 # Squared norms above this (in float64) may have overflowed or lost the scale:
 # such rows are recomputed scaled by their largest entry first.
 _LARGE_SQUARED = 1e300
-
-
-def namespace(X):
-    """``(xp, device, wide)`` of rows ``X``; ``xp`` is None for NumPy and sparse.
-
-    ``wide`` is the dtype accumulations run in: float64, or float32 on a
-    device without float64 (Apple's MPS). None marks the NumPy leaf kernels.
-    """
-    if isinstance(X, np.ndarray) or sparse.issparse(X):
-        return None, "cpu", np.float64
-    xp = array_api_compat.array_namespace(X)
-    device = array_api_compat.device(X)
-    return xp, device, wide_dtype(xp, device)
 
 
 def _rescaled_norms(rows, xp):
@@ -78,7 +66,7 @@ def _rescaled_norms(rows, xp):
     )
 
 
-def row_norms(X, xp=None):
+def row_norms(X):
     """Euclidean norms of the rows of ``X``, in float64, for any finite input.
 
     Squares are accumulated in float64 (a float32 entry of 1e20 squares to
@@ -88,15 +76,12 @@ def row_norms(X, xp=None):
     Parameters
     ----------
     X : {ndarray, csr_matrix, array} of shape (n_samples, n_features)
-    xp : namespace, default=None
-        Ignored (the namespace is ``X``'s); accepted for symmetry with the
-        other array API helpers.
 
     Returns
     -------
     array of shape (n_samples,), in ``X``'s namespace and on its device
     """
-    xp, device, wide = namespace(X)
+    xp, device, wide = rows_namespace(X)
     if xp is None:
         if sparse.issparse(X):
             data = X.data.astype(np.float64, copy=False)
@@ -117,7 +102,7 @@ def row_norms(X, xp=None):
     # heap between the blocks' large temporaries (measured: glibc then kept
     # ~130 MB of freed torch blocks resident on 100k x 500 rows).
     out = RowBlockWriter(xp, (X.shape[0],), wide, device)
-    for rows in row_slices(X.shape[0], 8 * max(X.shape[1], 1)):
+    for rows in row_blocks(X, 8 * max(X.shape[1], 1)):
         block = xp.astype(X[rows, :], wide)
         squared = xp.sum(block * block, axis=1)
         if bool(xp.any(~(squared < _LARGE_SQUARED))):
@@ -165,14 +150,14 @@ def lift_from_statistics(statistics, weight_total, n_features, constant_feature)
     return float(constant_feature) * peak * float(np.sqrt(mean_square))
 
 
-def lift_constant(norms, n_features, sample_weight, constant_feature, xp=None):
+def lift_constant(norms, n_features, sample_weight, constant_feature):
     """Value ``c`` of the lifting feature: ``constant_feature`` times the RMS.
 
     The root-mean-square is over all entries, weighted by the rows'
     ``sample_weight`` (host float64), so integer weights equal repeated rows;
     it is computed from the row norms :func:`row_norms` already gave (no
     second pass over X). Returns 0.0 when ``constant_feature`` is None or 0
-    (no lift). ``xp`` is ignored (the norms' namespace is used).
+    (no lift).
     """
     if not constant_feature:
         return 0.0
@@ -182,22 +167,28 @@ def lift_constant(norms, n_features, sample_weight, constant_feature, xp=None):
     )
 
 
-def lift_norms(norms, constant, xp=None):
+def lift_norms(norms, constant):
     """``|[x_i, c]| = hypot(|x_i|, c)``: no huge norm is squared."""
     if not constant:
         return norms
-    if isinstance(norms, np.ndarray):
-        return np.hypot(norms, constant)
     xp = array_api_compat.array_namespace(norms)
     return xp.hypot(norms, xp.full_like(norms, constant))
 
 
 def times_transposed(X, coef, dtype):
     """``X @ coef.T`` with host ``coef`` cast to ``dtype``, in ``X``'s namespace."""
-    xp, device, _ = namespace(X)
+    xp, device, _ = rows_namespace(X)
     if xp is None:
         return np.asarray(X @ coef.T.astype(dtype, copy=False))
     return X @ to_device(np.ascontiguousarray(coef.T), xp, device, dtype=dtype)
+
+
+def prototype_norms(coef, lift=None):
+    """``max(|[w_j, w_{c,j}]|, TINY_NORM)`` of host prototypes, in float64."""
+    squared = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
+    if lift is not None:
+        squared += np.asarray(lift, dtype=np.float64) ** 2
+    return np.maximum(np.sqrt(squared), TINY_NORM)
 
 
 def lifted_cosines(
@@ -242,16 +233,13 @@ def lifted_cosines(
         ``|[w_j, w_{c,j}]|`` floored, float64, on the host (None without
         normalisation).
     """
-    xp, device, _ = namespace(X)
+    xp, device, _ = rows_namespace(X)
     dtype = X.dtype
     coef = to_numpy(coef)
     lift = to_numpy(constant_coef) if constant else None
     w_norm = None
     if normalize_coef:
-        squared = np.einsum("ij,ij->i", coef, coef, dtype=np.float64)
-        if lift is not None:
-            squared += np.asarray(lift, dtype=np.float64) ** 2
-        w_norm = np.maximum(np.sqrt(squared), TINY_NORM)
+        w_norm = prototype_norms(coef, lift)
         coef = coef / w_norm[:, None]
         if lift is not None:
             lift = lift / w_norm
@@ -300,7 +288,7 @@ class PreparedRows:
         return self.X.dtype
 
 
-def prepare_rows(X, xp=None, *, normalize, constant=0.0, norms=None, overwrite=False):
+def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
     """Lift and normalise ``X`` once, for fit or predict.
 
     Unit rows ``[x, c] / |[x, c]|``: the product in float64, then cast to
@@ -312,8 +300,6 @@ def prepare_rows(X, xp=None, *, normalize, constant=0.0, norms=None, overwrite=F
     ----------
     X : {ndarray, csr_matrix, array} of shape (n_samples, n_features)
         float32 or float64; the result keeps the dtype, namespace and device.
-    xp : namespace, default=None
-        Ignored (the namespace is ``X``'s).
     normalize : bool
         Whether the loss works on unit rows (every loss but plain softmax).
     constant : float, default=0.0
@@ -333,14 +319,14 @@ def prepare_rows(X, xp=None, *, normalize, constant=0.0, norms=None, overwrite=F
     """
     if not normalize:
         return PreparedRows(X, None, 0.0)
-    xp, device, _ = namespace(X)
+    xp, device, _ = rows_namespace(X)
     norms = lift_norms(row_norms(X) if norms is None else norms, constant)
     inverse = _floored_inverse(norms)
     if xp is not None:
         shape = (X.shape[0], X.shape[1] + (1 if constant else 0))
         out = X if overwrite and not constant else None
         writer = RowBlockWriter(xp, shape, X.dtype, device, out=out)
-        for rows in row_slices(X.shape[0], 8 * (X.shape[1] + 1)):
+        for rows in row_blocks(X, 8 * (X.shape[1] + 1)):
             factors = inverse[rows][:, None]
             unit = xp.astype(X[rows, :], inverse.dtype)
             unit *= factors  # in place: one wide temporary per block
@@ -360,8 +346,6 @@ def prepare_rows(X, xp=None, *, normalize, constant=0.0, norms=None, overwrite=F
 
 def _floored_inverse(norms):
     """``1 / max(norms, TINY_NORM)`` in the norms' namespace and dtype."""
-    if isinstance(norms, np.ndarray):
-        return 1.0 / np.maximum(norms, TINY_NORM)
     return 1.0 / array_api_compat.array_namespace(norms).clip(norms, min=TINY_NORM)
 
 

@@ -15,7 +15,7 @@ Two parts of the family are not one smooth problem:
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -32,23 +32,14 @@ _FTOL = 64 * np.finfo(np.float64).eps
 # collapsing onto the cone point w_j = 0), reported as not converged.
 _STALL_FACTOR = 10.0
 
-# Where a fit stops, as a fraction of the tolerance it is judged by, and the
-# curvature pairs L-BFGS keeps for the losses with normalised prototypes. Both
-# stay at today's behaviour (1.0 and scipy's 10) by default. L-BFGS stopped
-# right at ``tol`` sits wherever the round-off of its path led it within a
-# wide, flat neighbourhood of the optimum (the cosine losses have no L2 term):
-# a 2-ulp change of X, or a permutation of the rows, then changes up to 1.8 %
-# of the test labels. benchmarks/results_label_stability.md measures what
-# polishing further (_POLISH < 1) and a longer memory (_MEMORY = 50) buy and
-# cost: 0.3 and 50 cut the largest change to 0.6 % at 1.0-1.6x the fit, but
-# on small flat problems (iris, 200-row CV folds) the polished fits of
-# NumPy, torch and Dask drift apart along the flat directions by up to 1e-3,
-# which the equality tests do not allow. The ConvergenceWarning judges the
-# user's tol either way: a fit that reaches tol but not the polish within
-# max_iter converged.
-_POLISH = 1.0
-_MEMORY = 10
-_DEFAULT_MEMORY = 10
+# L-BFGS stops at ``tol``, with scipy's 10 curvature pairs. Stopped there, it
+# sits wherever the round-off of its path led it within a wide, flat
+# neighbourhood of the optimum (the cosine losses have no L2 term): a 2-ulp
+# change of X, or a permutation of the rows, then changes up to 1.8 % of the
+# test labels. Going on below tol with 50 pairs cut that to 0.6 % at 1.0-1.6x
+# the fit (benchmarks/results_label_stability.md), but on small flat problems
+# (iris, 200-row CV folds) the NumPy, torch and Dask fits then drift apart
+# along the flat directions by up to 1e-3: not taken.
 
 # Fractions of a state round's step tried on the exact objective: where a state
 # entry flipped, the full step can raise it while a shorter one still lowers it.
@@ -89,17 +80,7 @@ class SolverResult:
     max_abs_grad: float = float("nan")
 
 
-def lbfgs(
-    fun,
-    x0,
-    *,
-    max_iter,
-    tol,
-    stationarity=None,
-    verbose=0,
-    polish=True,
-    memory=_DEFAULT_MEMORY,
-):
+def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
     Parameters
@@ -112,18 +93,13 @@ def lbfgs(
         Iteration budget.
     tol : float
         The fit has converged when the largest absolute gradient entry is
-        below ``tol``; with ``polish`` it goes on to ``_POLISH * tol``.
+        below ``tol``.
     stationarity : callable, default=None
         ``stationarity(x, gradient) -> float``, the gradient size a stall is
         judged by (the objective's own scale); the largest absolute entry when
         None.
     verbose : int
         Passed on as scipy's ``iprint`` when positive.
-    polish : bool, default=True
-        Whether to stop at ``_POLISH * tol`` (a fit's own problem) rather
-        than at ``tol`` (a stage that only sets up the next warm start).
-    memory : int, default=10
-        Curvature pairs kept (scipy's ``maxcor``).
 
     Returns
     -------
@@ -131,13 +107,7 @@ def lbfgs(
         ``converged`` is True only when the gradient test at ``tol`` holds
         (to within a factor of 10 where scipy stopped on round-off).
     """
-    options = {
-        "maxiter": max_iter,
-        "gtol": tol * _POLISH if polish else tol,
-        "ftol": _FTOL,
-        "maxls": 50,
-        "maxcor": memory,
-    }
+    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
     if verbose > 1:
         options["iprint"] = verbose - 1
     result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
@@ -148,8 +118,7 @@ def lbfgs(
     # status 0 covers scipy's gradient test (raw_max <= tol) but also its
     # relative-reduction stop, and status 2 its "ABNORMAL" line-search end:
     # those are round-off near an optimum only when the gradient (on the
-    # objective's own scale) is small, and a stall otherwise. Status 1 (the
-    # iteration budget) still converged if the polish only was cut short.
+    # objective's own scale) is small, and a stall otherwise.
     converged = raw_max <= tol or (
         result.status in (0, 2) and max_abs_grad <= _STALL_FACTOR * tol
     )
@@ -214,18 +183,13 @@ def fit_continuation(
     result = None
     if not (stateful and warm):
         for stage, lam in enumerate(lambdas):
-            last_stage = stage == len(lambdas) - 1
-            stage_tol = tol if last_stage else max(tol, 1e-4)
             result = lbfgs(
                 partial(plain.loss_gradient, lam=lam),
                 params,
                 max_iter=max_iter,
-                tol=stage_tol,
+                tol=tol if stage == len(lambdas) - 1 else max(tol, 1e-4),
                 stationarity=plain.stationarity,
                 verbose=verbose,
-                # A stateful margin's rounds polish the final solution.
-                polish=last_stage and not stateful,
-                memory=_memory(objective),
             )
             params = result.params
             n_iter += result.n_iter
@@ -236,9 +200,7 @@ def fit_continuation(
         )
         n_iter += rounds_result.n_iter
         result = rounds_result
-    return SolverResult(
-        params, n_iter, result.converged, result.message, result.max_abs_grad
-    )
+    return replace(result, params=params, n_iter=n_iter)
 
 
 def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0):
@@ -274,7 +236,6 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
             tol=tol,
             stationarity=objective.stationarity,
             verbose=verbose,
-            memory=_memory(objective),
         )
         n_iter += result.n_iter
         _report(verbose, lam, f"state round {sv_round}", result)
@@ -300,17 +261,7 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
             True,
             "no state round lowered the exact objective; kept the start",
         )
-    return best_params, SolverResult(
-        best_params,
-        n_iter,
-        accepted.converged,
-        accepted.message,
-        accepted.max_abs_grad,
-    )
-
-
-def _memory(objective):
-    return _MEMORY if objective.margin.normalizes_W else _DEFAULT_MEMORY
+    return best_params, replace(accepted, params=best_params, n_iter=n_iter)
 
 
 def _same_state(a, b):

@@ -15,15 +15,11 @@ from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import row_slices, to_device, to_numpy
-from .._utils.blocks import rows_per_block
-from ..losses._additive import Softmax
-from ..objective._linear import LinearMarginObjective
-from ..objective._rows import namespace, prepare_rows
+from .._utils.array_api import row_blocks, rows_namespace, to_device, to_numpy
 from ._lbfgs import fit_continuation
 
 
-def weighted_class_sums(X, y_encoded, sample_weight, n_classes, xp=None):
+def weighted_class_sums(X, y_encoded, sample_weight, n_classes):
     """``sum_{i: y_i = j} w_i x_i`` per class, in float64 on the host, by row blocks.
 
     Blocks of at most 32 MiB keep the float64 copy of a float32 ``X`` small (a
@@ -31,19 +27,14 @@ def weighted_class_sums(X, y_encoded, sample_weight, n_classes, xp=None):
     data; a fixed 65,536-row block was 1 GiB on 2,000 kernel features). Rows
     of another array API namespace are summed on their device (one GEMM of the
     weighted one-hot labels per block, in its widest float), ``K d`` numbers
-    per block coming to the host; ``xp`` is ignored (``X``'s namespace is).
+    per block coming to the host.
     """
-    xp, device, wide = namespace(X)
-    n_rows, n_columns = X.shape
-    if xp is None:
-        block = rows_per_block(8 * n_columns)
-        blocks = [slice(i, min(i + block, n_rows)) for i in range(0, n_rows, block)]
-    else:
-        blocks = row_slices(n_rows, 8 * max(n_columns, 1))
+    xp, device, wide = rows_namespace(X)
+    if xp is not None:
         classes = xp.arange(n_classes, device=device)
         sample_weight = to_device(sample_weight, xp, device, dtype=wide)
-    sums = np.zeros((n_classes, n_columns))
-    for rows in blocks:
+    sums = np.zeros((n_classes, X.shape[1]))
+    for rows in row_blocks(X, 8 * X.shape[1]):
         if xp is None:
             chunk = X[rows]
             chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
@@ -57,16 +48,6 @@ def weighted_class_sums(X, y_encoded, sample_weight, n_classes, xp=None):
             weighted = one_hot * sample_weight[rows][:, None]
             sums += to_numpy(weighted.T @ xp.astype(X[rows, :], wide))
     return sums
-
-
-def initial_params(objective, y_encoded, sample_weight, random_state):
-    """Cold start from the rows: class totals and sums, then :func:`start_params`."""
-    n_classes = objective.n_classes
-    totals = np.bincount(y_encoded, sample_weight, minlength=n_classes)
-    sums = None
-    if objective.margin.start == "class-means":
-        sums = weighted_class_sums(objective.X, y_encoded, sample_weight, n_classes)
-    return start_params(objective, totals, sums, random_state)
 
 
 def start_params(objective, class_totals, class_sums, random_state):
@@ -149,31 +130,14 @@ def optimal_intercept(objective, params):
     return params
 
 
-def softmax_start(objective, features, y_encoded, sample_weight, *, settings):
-    """Plain-softmax solution: the ``lambda = infinity`` start of L-Softmax.
-
-    L-Softmax's logits at ``lambda -> infinity`` are the raw inner products
-    ``<w_j, x>``, so the softmax prototypes on the raw rows carry over as they
-    are (:func:`solve_softmax_start`).
-
-    Returns
-    -------
-    params : ndarray
-    n_iter : int
-    """
-    start = LinearMarginObjective(
-        prepare_rows(features, normalize=False), y_encoded, objective.n_classes,
-        sample_weight, Softmax(), 0.0, 1.0, objective.C, objective.fit_intercept,
-    )  # fmt: skip
-    x0 = initial_params(start, y_encoded, sample_weight, settings["random_state"])
-    return solve_softmax_start(start, x0, settings)
-
-
 def solve_softmax_start(start, x0, settings):
     """Solve the plain-softmax problem ``start`` and nudge collapsed prototypes.
 
-    A prototype left at the origin (the cone point of ``|w||x|psi``, where the
-    loss is not differentiable) is moved off it by a small random direction.
+    The start of L-Softmax (``margin.start == "softmax-solution"``): its logits
+    at ``lambda -> infinity`` are the raw inner products ``<w_j, x>``, so the
+    softmax prototypes on the raw rows carry over as they are. A prototype
+    left at the origin (the cone point of ``|w||x|psi``, where the loss is
+    not differentiable) is moved off it by a small random direction.
 
     Returns
     -------
@@ -215,11 +179,9 @@ def warm_start_params(estimator, objective):
     coef, intercept = objective.unpack(params)
     # A model fitted on a device (torch, CuPy) holds its attributes there: a
     # NumPy refit starts from their host copy.
+    coef[:, : n_features - lifted] = to_numpy(estimator.coef_)
     if lifted:
-        coef[:, :-1] = to_numpy(estimator.coef_)
         coef[:, -1] = to_numpy(estimator.constant_coef_)
-    else:
-        coef[:] = to_numpy(estimator.coef_)
     if intercept is not None:
         intercept[:] = to_numpy(estimator.intercept_)
     return params
