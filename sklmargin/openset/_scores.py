@@ -61,8 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from .._utils.array_api import wide_dtype
-from ..features._arrays import map_namespace, row_blocks
+from .._utils.array_api import input_namespace_or_numpy, row_blocks, wide_dtype
 from ..features._kernel_block import scaled_squared_distances
 from ..features._nystroem import NystroemFeatures
 
@@ -99,7 +98,7 @@ def log_max_probability(logits, temperature=1.0):
     array of shape (n_samples,), values in :math:`[-\log K, 0]`
         In the namespace and on the device of ``logits``.
     """
-    xp, device, on_device = map_namespace(logits)
+    xp, device, on_device = input_namespace_or_numpy(logits)
     if not on_device:
         scaled = np.asarray(logits, dtype=np.float64) / float(temperature)
         return scaled.max(axis=1) - logsumexp(scaled, axis=1)
@@ -132,7 +131,7 @@ def nearest_centre_log_similarity(feature_map, X):
     array of shape (n_samples,), values :math:`\le 0`
         In the namespace and on the device of ``X``.
     """
-    xp, device, _ = map_namespace(X)
+    xp, device, _ = input_namespace_or_numpy(X)
     wide = wide_dtype(xp, device)
     centres = xp.astype(feature_map.components_, wide)
     offset = xp.mean(centres, axis=0)
