@@ -157,22 +157,6 @@ def check_sample_and_class_weight(
     return weights
 
 
-def logits_in_dtype(logits, dtype):
-    """Return ``logits`` cast to ``dtype``, refused where it cannot hold them.
-
-    A kernel model computing in float64 (``compute_dtype``) and asked about
-    float32 rows returns float32 logits; beyond float32's range the cast would
-    give inf with a RuntimeWarning, so it is a ValueError instead, as a
-    float32 model's own scale check (``checked_logit_scale``) gives.
-    """
-    dtype = np.dtype(dtype)
-    if logits.dtype.itemsize > dtype.itemsize:
-        largest = float(np.max(np.abs(logits), initial=0.0))
-        remedy = f"predict on {logits.dtype} rows, or refit with a lower s"
-        check_logit_range(largest, dtype, remedy)
-    return logits.astype(dtype, copy=False)
-
-
 def check_logit_range(largest, dtype, remedy):
     """Refuse logits (or a logit scale) of magnitude ``largest`` in ``dtype``.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils.array_api import numpy_dtype, to_device, to_numpy
+from .._utils.array_api import move_fitted_arrays, numpy_dtype, to_device, to_numpy
 
 #: The fitted arrays that live on the fit's device (the learned metric's too).
 _DEVICE_ATTRIBUTES = (
@@ -44,9 +44,7 @@ _DEVICE_ATTRIBUTES = (
 
 def move_fitted_to_device(estimator, xp, device):
     """Move the fitted arrays (and the learned metric's, if any) to ``device``."""
-    for name in _DEVICE_ATTRIBUTES:
-        if getattr(estimator, name, None) is not None:
-            setattr(estimator, name, to_device(getattr(estimator, name), xp, device))
+    move_fitted_arrays(estimator, _DEVICE_ATTRIBUTES, xp, device)
 
 
 def device_probabilities(logits, xp):
