@@ -13,6 +13,7 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
 
 def check_two_classes(classes, who="This classifier"):
@@ -30,6 +31,14 @@ def check_two_classes(classes, who="This classifier"):
             f"{who} needs samples of at least 2 classes in the data, but the "
             f"data contains only one class: {classes[0]!r}."
         )
+
+
+def encode_labels(y):
+    """``(classes, y_encoded)`` of host labels, refused unless classification."""
+    check_classification_targets(y)
+    classes, y_encoded = np.unique(y, return_inverse=True)
+    check_two_classes(classes)
+    return classes, y_encoded
 
 
 def check_weights(sample_weight, n_samples, *, name="sample_weight"):

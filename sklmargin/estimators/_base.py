@@ -27,7 +27,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_consistent_length,
     column_or_1d,
@@ -49,8 +48,9 @@ from .._utils.validation import (
     check_feature_scales,
     check_logit_range,
     check_sample_and_class_weight,
-    check_two_classes,
+    encode_labels,
 )
+from ..features._input_transform import apply_input_transform
 from ..losses._additive import Softmax
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES, get_margin
@@ -67,7 +67,6 @@ from ..solver._start import (
     weighted_class_sums,
 )
 from ._device import move_fitted_to_device
-from ._metric import apply_input_transform
 from ._predict import MarginPredictMixin, accepted_rows
 
 
@@ -96,14 +95,6 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     y = column_or_1d(y, warn=True)
     check_consistent_length(X, y)
     return X, y, sample_weight
-
-
-def encode_labels(y):
-    """``(classes, y_encoded)`` of host labels, refused unless classification."""
-    check_classification_targets(y)
-    classes, y_encoded = np.unique(y, return_inverse=True)
-    check_two_classes(classes)
-    return classes, y_encoded
 
 
 def _objective_leaves(estimator, y_encoded, sample_weight, n_classes, xp, device):

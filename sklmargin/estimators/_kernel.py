@@ -321,7 +321,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         (a few thousand rows); the Dask fit calls
         :meth:`_learn_input_transform` with its own row fetcher.
         """
-        from ._metric import apply_input_transform, training_row_keys
+        from ..features._input_transform import apply_input_transform
+        from ._metric import training_row_keys
 
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)

@@ -31,8 +31,8 @@ The gradients are closed form, through the map and the margin-free logits:
 
 :func:`learn_input_transform` runs the whole step on a NumPy row sample (the
 in-memory, array API and Dask fits all call it, on the same rows);
-:func:`apply_input_transform` is the one function every path calls to map
-rows by the learned transform.
+:func:`~sklmargin.features._input_transform.apply_input_transform` is the
+one function every path calls to map rows by the learned transform.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import is_dask, row_blocks, to_device, to_numpy
+from .._utils.array_api import is_dask, row_blocks, to_numpy
+from ..features._input_transform import apply_input_transform
 
 #: Rows of the pilot fit (a uniform draw without replacement; all rows below).
 PILOT_ROWS = 4000
@@ -114,37 +115,6 @@ def training_row_keys(X):
         part = X[rows].toarray() if sparse.issparse(X) else to_numpy(X[rows, ...])
         keys[rows] = stable_row_keys(part)
     return keys
-
-
-def apply_input_transform(X, transform, xp=None, device=None):
-    """Rows mapped by a learned transform: ``X * t`` (diagonal) or ``X @ T``.
-
-    The one implementation every path calls: NumPy (dense or CSR), Dask
-    arrays (lazy: the operators are Dask's) and array API arrays (``xp``).
-
-    Parameters
-    ----------
-    X : {ndarray, csr_matrix, dask array, array API array} of shape (n, d)
-    transform : ndarray of shape (d,) or (d, d), or None
-        Per-feature scales or a matrix acting on rows; None is the identity.
-    xp, device : namespace and device of an array API ``X``, or None.
-
-    Returns
-    -------
-    Array of the kind and dtype of ``X`` (a CSR ``X`` stays CSR under a
-    diagonal transform and becomes dense under a full one).
-    """
-    if transform is None:
-        return X
-    if xp is None:
-        t = np.asarray(transform).astype(X.dtype, copy=False)
-    else:
-        t = to_device(transform, xp, device, dtype=X.dtype)
-    if sparse.issparse(X) and t.ndim == 1:
-        return sparse.csr_matrix(X @ sparse.diags(t)).astype(X.dtype, copy=False)
-    if sparse.issparse(X):
-        return np.asarray(X @ t)
-    return X * t if t.ndim == 1 else X @ t
 
 
 def logit_input_gradients(model, X):

@@ -232,11 +232,11 @@ def _logits_from_description(description, X):
     """NumPy evaluation of a description, in float64 (the reference of tests).
 
     Its arrays go through the functions prediction uses: the learned input
-    transform's :func:`~sklmargin.estimators._metric.apply_input_transform`,
+    transform's :func:`~sklmargin.features._input_transform.apply_input_transform`,
     the Nyström kernel block and, for the normalised form,
     :func:`~sklmargin.objective._rows.lifted_cosines`.
     """
-    from ..estimators._metric import apply_input_transform
+    from ..features._input_transform import apply_input_transform
     from ..features._kernel_block import rbf_kernel_block
     from ._rows import lifted_cosines
 

@@ -4,7 +4,7 @@
 the top of :meth:`BaseMarginSoftmax._fit`). It runs the in-memory fit's steps
 with every step that touches all rows turned into a pass over row chunks on
 the workers, the results reduced on the client and fed to the in-memory
-fit's own functions (:func:`~sklmargin.estimators._base.encode_labels`,
+fit's own functions (:func:`~sklmargin._utils.validation.encode_labels`,
 :meth:`BaseMarginSoftmax._solve`):
 
 1. labels, weight totals per class and the weights' extremes (one pass),
@@ -45,9 +45,9 @@ from ..._utils.array_api import is_dask
 from ..._utils.validation import (
     _check_weight_values,
     class_weight_factors,
+    encode_labels,
 )
-from ...estimators._base import encode_labels
-from ...estimators._metric import apply_input_transform
+from ...features._input_transform import apply_input_transform
 from ...losses._additive import Softmax
 from ...objective._pointwise import checked_logit_scale
 from ...objective._rows import lift_from_statistics
@@ -256,7 +256,7 @@ def _classes_and_weights(source, class_weight):
     """Classes, ``class_weight`` factors, effective class and chunk totals.
 
     The in-memory fit's label and weight checks, on what the chunks reported:
-    :func:`~sklmargin.estimators._base.encode_labels` on their distinct
+    :func:`~sklmargin._utils.validation.encode_labels` on their distinct
     labels, the weight rule on their weights' extremes, and
     :func:`~sklmargin._utils.validation.class_weight_factors` on the classes
     as pseudo-samples weighted by their totals (so "balanced" reads the
