@@ -53,9 +53,12 @@ def data(n_train):
     return X[:n_train], y[:n_train], X[n_train:]
 
 
-def models():
+def models(metric="default"):
     yield "linear", MarginSoftmaxClassifier()
-    yield "kernel 500", KernelMarginSoftmaxClassifier(n_components=500, random_state=0)
+    kernel = KernelMarginSoftmaxClassifier(n_components=500, random_state=0)
+    if metric != "default":
+        kernel.set_params(metric=None if metric == "none" else metric)
+    yield f"kernel 500 (metric={kernel.metric})", kernel
 
 
 def quiet_fit(model, X, y):
@@ -90,6 +93,12 @@ def main(argv=None):
     parser.add_argument("--chunks", type=int, default=10)
     parser.add_argument("--skip-dask", action="store_true")
     parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument(
+        "--metric",
+        choices=["default", "none", "diagonal", "full"],
+        default="default",
+        help="the kernel model's learned metric (default: the estimator's default)",
+    )
     args = parser.parse_args(argv)
     print(f"# {now()}; {versions()}")
     print("# " + " ".join(["python", *sys.argv]))
@@ -112,7 +121,7 @@ def main(argv=None):
     )
     print("|---|---|---|---|---|---|")
     with pinned_blas(1, announce=False):
-        for name, model in models():
+        for name, model in models(args.metric):
             for dtype in (np.float32, np.float64):
                 Xd, Xn = X.astype(dtype), X_new.astype(dtype)
                 reference = quiet_fit(clone(model), Xd, y)
