@@ -151,5 +151,4 @@ def fit_feature_map_dask(estimator, source, sw_total):
             f"kernel_approximation={approximation!r} has no Dask path yet."
         )
     estimator.feature_map_ = feature_map
-    width = estimator._map_features(np.zeros((1, source.n_features_in), dtype))
-    return width.shape[1]
+    return feature_map._n_features_out
