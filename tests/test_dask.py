@@ -8,6 +8,7 @@ LocalCluster of two single-threaded worker processes.
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,24 @@ def test_prediction_methods_return_lazy_arrays(sync):
     lazy = dask_module.predict_dask(clf, "score_samples", X_dask)
     assert lazy.dtype == np.float64 and lazy.shape == (X.shape[0],)
     assert_array_equal(lazy.compute(), clf.score_samples(X))
+
+
+def test_predict_warns_once_per_chunk_not_for_the_probe(sync):
+    # Fitted with feature names, predicting on a Dask array (no names): each
+    # chunk warns as the in-memory method does; the client's shape probe adds
+    # no warning of its own.
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    clf = MarginSoftmaxClassifier(random_state=0).fit(frame, y)
+    X_dask = _dask(X)[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lazy = clf.predict_proba(X_dask)
+        assert not caught
+        lazy.compute()
+    assert len(caught) == X_dask.numblocks[0]
+    assert all("feature names" in str(w.message) for w in caught)
 
 
 def test_cluster_sv_softmax_matches_in_memory(cluster_client):

@@ -261,6 +261,16 @@ def _where(values: Sequence[str], mask: np.ndarray) -> str:
     return f"{count}, first data row {rows[0] + 1}: {values[rows[0]]!r}"
 
 
+def _offending(features: dict, columns: dict, test) -> tuple[list[str], str]:
+    """Return the columns where ``test`` (np.isinf, np.isnan) holds, and where."""
+    masks = {name: test(numbers) for name, numbers in features.items()}
+    masks = {name: mask for name, mask in masks.items() if mask.any()}
+    listed = "; ".join(
+        f"{name!r} ({_where(columns[name], mask)})" for name, mask in masks.items()
+    )
+    return list(masks), listed
+
+
 def _check_numbers(features: dict, columns: dict, allow_missing: bool) -> str:
     """Refuse infinite values; describe missing ones unless ``allow_missing``.
 
@@ -273,27 +283,17 @@ def _check_numbers(features: dict, columns: dict, allow_missing: bool) -> str:
         The missing-value problem ("" if none or allowed), for the caller to
         report with any other.
     """
-    infinite = {name: np.isinf(numbers) for name, numbers in features.items()}
-    infinite = {name: mask for name, mask in infinite.items() if mask.any()}
+    infinite, listed = _offending(features, columns, np.isinf)
     if infinite:
-        listed = "; ".join(
-            f"{name!r} ({_where(columns[name], mask)})"
-            for name, mask in infinite.items()
-        )
-        names = ",".join(infinite)
         raise CompareError(
             f"feature column(s) with infinite values: {listed}; replace them or "
-            f"--drop {names}."
+            f"--drop {','.join(infinite)}."
         )
     if allow_missing:
         return ""
-    missing = {name: np.isnan(numbers) for name, numbers in features.items()}
-    missing = {name: mask for name, mask in missing.items() if mask.any()}
+    missing, listed = _offending(features, columns, np.isnan)
     if not missing:
         return ""
-    listed = "; ".join(
-        f"{name!r} ({_where(columns[name], mask)})" for name, mask in missing.items()
-    )
     return (
         f"{len(missing)} feature column(s) have missing values: {listed}. "
         "Add --impute median (or mean, most_frequent) to fill them inside "

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom
+from scipy.stats import binomtest
 
 #: Level of each paired test.
 ALPHA = 0.05
@@ -59,7 +59,7 @@ def mcnemar_p_value(correct_a: np.ndarray, correct_b: np.ndarray) -> float:
     n = only_a + only_b
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * binom.cdf(min(only_a, only_b), n, 0.5)))
+    return float(binomtest(only_a, n).pvalue)  # two-sided, p = 1/2
 
 
 def add_verdict(

@@ -37,6 +37,7 @@ Nothing in the core imports Dask: this module imports it only for Dask input.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 from sklearn.utils.validation import assert_all_finite
@@ -346,13 +347,18 @@ def predict_dask(estimator, method, X):
     Each chunk runs the in-memory method on its worker, so the results are the
     in-memory ones, chunk by chunk. The method first runs on one row of zeros
     on the client: its own checks (fitted, number of features) raise there,
-    and its result gives the chunks' trailing shape and dtype.
+    and its result gives the chunks' trailing shape and dtype. Its warnings
+    are dropped: the chunks run the same method and warn for their own rows
+    (a warning about the row of zeros, or a feature-name warning more, would
+    be one too many).
     """
     import dask
     import dask.array as da
 
     X = _check_X(X)
-    probe = getattr(estimator, method)(np.zeros((1, X.shape[1]), X.dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probe = getattr(estimator, method)(np.zeros((1, X.shape[1]), X.dtype))
     shared = share(estimator)
     task = dask.delayed(_call, pure=False)
     parts = [

@@ -15,10 +15,11 @@ from the data is reduced over the chunks:
 * Nystroem: the centres the in-memory fit would choose. The selectors draw
   among the distinct positive-weight rows in the order of their content hashes
   (:mod:`sklmargin.features._row_keys`), so one pass gathers each chunk's ``(hash,
-  weight)`` pairs (16 + 8 bytes per distinct row, summed over chunks for rows
-  repeated across them), the client makes the in-memory draw
+  weight, row index)`` triples (24 + 8 + 8 bytes per distinct row of each
+  chunk), the client makes the in-memory draw
   (:func:`~sklmargin.features._centres.choose_centres`, same ``random_state``), and a
-  second pass fetches the chosen rows. ``"uniform"`` needs the weights only and
+  second pass takes the chosen rows at the indices the first pass gave (no
+  second hashing). ``"uniform"`` needs the weights only and
   always equals the in-memory choice. The adaptive selectors (``"kmeans"``,
   ``"rpcholesky"``) read every distinct row: they equal it while the distinct
   rows fit in ``_GATHER_BYTES`` on the client; beyond, they run on a uniform
@@ -38,7 +39,6 @@ from sklearn.utils import check_random_state
 from ...features._centres import choose_centres
 from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
 from ...features._row_keys import distinct_row_hashes
-from ._cluster import share
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
 #: selector (k-means, RPCholesky), which reads every row; beyond, it sees a
@@ -46,14 +46,8 @@ from ._cluster import share
 _GATHER_BYTES = 256 * 2**20
 
 
-def _chunk_rows(X, weights, wanted):
-    """Return the chunk's rows whose hash is in ``wanted`` (sorted), and where."""
-    hashes, _, index = distinct_row_hashes(X, weights)
-    if not len(wanted):
-        return np.empty(0, dtype=np.intp), X[:0]
-    position = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)
-    hit = wanted[position] == hashes
-    return position[hit], X[index[hit]]
+def _take(X, index):
+    return X[index]
 
 
 def _gamma(estimator, source, sw_total):
@@ -67,30 +61,46 @@ def _gamma(estimator, source, sw_total):
     return gamma_from_variance(variance, source.n_features_in)
 
 
-def _hash_weights(X, weights):
-    """Return the chunk's distinct rows' hashes and weights (not their index)."""
-    return distinct_row_hashes(X, weights)[:2]
-
-
 def _distinct_row_weights(source):
-    """Hashes of the distinct positive-weight rows (sorted) and their weights."""
-    hashes, weights = zip(*source.per_chunk(_hash_weights), strict=True)
-    hashes, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
-    weights = np.bincount(inverse.ravel(), np.concatenate(weights), hashes.shape[0])
-    return hashes, weights
+    """Hashes of the distinct positive-weight rows (sorted), weights, locations.
+
+    The locations are each chunk's ``(hashes, index)``: where
+    :func:`_fetch_rows` finds a row.
+    """
+    per_chunk = source.per_chunk(distinct_row_hashes)
+    hashes, weights, index = zip(*per_chunk, strict=True)
+    merged, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
+    weights = np.bincount(inverse.ravel(), np.concatenate(weights), merged.shape[0])
+    return merged, weights, list(zip(hashes, index, strict=True))
 
 
-def _fetch_rows(source, wanted):
-    """Fetch the rows whose hashes are ``wanted`` (sorted), in that order."""
+def _fetch_rows(source, wanted, located):
+    """Fetch the rows whose hashes are ``wanted`` (sorted), in that order.
+
+    ``located`` is each chunk's ``(hashes, index)`` from the hash pass: the
+    client picks the rows to take, and the chunks are not hashed again.
+    """
+    import dask
+
     rows = np.empty((len(wanted), source.n_features_in), dtype=source.dtype)
-    for position, chunk_rows in source.per_chunk(_chunk_rows, share(wanted)):
+    if not len(wanted):
+        return rows
+    positions, indices = [], []
+    for hashes, index in located:
+        position = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)
+        hit = wanted[position] == hashes
+        positions.append(position[hit])
+        indices.append(index[hit])
+    task = dask.delayed(_take, pure=False)
+    taken = dask.compute(*map(task, source.x_blocks, indices))
+    for position, chunk_rows in zip(positions, taken, strict=True):
         rows[position] = chunk_rows  # copies of a row are equal: any will do
     return rows
 
 
 def _nystroem_map(estimator, source, gamma):
     """Fit the in-memory fit's NystroemFeatures; return it and whether sampled."""
-    hashes, weights = _distinct_row_weights(source)
+    hashes, weights, located = _distinct_row_weights(source)
     row_bytes = source.n_features_in * source.dtype.itemsize
     max_rows = max(1, _GATHER_BYTES // row_bytes)
     # The in-memory fit's generator, consumed as NystroemFeatures.fit does.
@@ -98,7 +108,7 @@ def _nystroem_map(estimator, source, gamma):
     centres, sampled = choose_centres(
         hashes,
         weights,
-        lambda chosen: _fetch_rows(source, hashes[chosen]),
+        lambda chosen: _fetch_rows(source, hashes[chosen], located),
         int(estimator.n_components),
         gamma,
         estimator.centres,
@@ -151,5 +161,4 @@ def fit_feature_map_dask(estimator, source, sw_total):
             f"kernel_approximation={approximation!r} has no Dask path yet."
         )
     estimator.feature_map_ = feature_map
-    width = estimator._map_features(np.zeros((1, source.n_features_in), dtype))
-    return width.shape[1]
+    return feature_map._n_features_out
