@@ -12,6 +12,7 @@ take rows of any array namespace (see :class:`LinearMarginObjective`).
 from __future__ import annotations
 
 import time
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
@@ -206,12 +207,6 @@ class LinearMarginObjective(ObjectiveBase):
         self.sw_host = sample_weight / self.sw_sum
         self.sw = self._to_device(self.sw_host, self.wide)
         self.targets = TargetEntries(y, n_classes)
-        # The largest row norm, once: the float32 overflow guard is judged on
-        # the host (a logit scale grows with the norms), without a sync.
-        self.largest_norm = None
-        if self.norms is not None:
-            xp = self.xp or array_namespace(self.norms)
-            self.largest_norm = float(xp.max(xp.astype(self.norms, self.wide)))
 
     def with_margin(self, margin):
         """Return the same problem (rows, weights, labels) under another margin."""
@@ -250,6 +245,20 @@ class LinearMarginObjective(ObjectiveBase):
         if self.xp is None or state is None:
             return state
         return DeviceState(state, self.xp) if to_device else state.mask
+
+    # -- constants of the evaluation, made once on first use ----------------------
+    @cached_property
+    def largest_norm(self):
+        """The largest row norm (None for raw rows), once, on the host.
+
+        Only float32 rows read it (their overflow guard is judged on the host:
+        a logit scale grows with the norms); float64 fits, and the Dask chunk
+        objectives built per evaluation, never pay its pass or its sync.
+        """
+        if self.norms is None:
+            return None
+        xp = self.xp or array_namespace(self.norms)
+        return float(xp.max(xp.astype(self.norms, self.wide)))
 
     # -- forward ------------------------------------------------------------------
     def _largest_scale(self, w_norm):
