@@ -260,6 +260,16 @@ class LinearMarginObjective(ObjectiveBase):
         xp = self.xp or array_namespace(self.norms)
         return float(xp.max(xp.astype(self.norms, self.wide)))
 
+    @cached_property
+    def _unit_scale(self):
+        """The logit scale at ``|w_j| = 1``, for a scale proportional to ``|w_j|``.
+
+        A constant of the rows (L-Softmax's ``|x_i|`` per class), made on the
+        first gradient rather than at every one, with its host-to-device copy.
+        """
+        ones = self._to_device(np.ones(self.n_classes), self.wide)
+        return self.margin.logit_scale(self.s, self.norms, ones)
+
     # -- forward ------------------------------------------------------------------
     def _largest_scale(self, w_norm):
         """Return the largest logit scale, on the host (monotone in the norms)."""
@@ -383,9 +393,8 @@ class LinearMarginObjective(ObjectiveBase):
         if depends_on_w:
             # The scale is proportional to |w_j| (Margin.scale_depends_on_w):
             # dloss/d|w_j| = sum_i (dloss/dscale_ij) scale_ij / |w_j|, along w_hat.
-            ones = self._to_device(np.ones(self.n_classes), self.wide)
-            unit_scale = self.margin.logit_scale(self.s, self.norms, ones)
-            grad_norm = self._to_host(_column_dots(result.grad_scale, unit_scale))
+            grad_norm = _column_dots(result.grad_scale, self._unit_scale)
+            grad_norm = self._to_host(grad_norm)
             g += grad_norm[:, None] * w_hat
         grad = np.empty_like(params)
         grad_coef, grad_intercept = self.unpack(grad)
