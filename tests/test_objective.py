@@ -375,6 +375,13 @@ def test_compiled_cross_entropy_matches_numpy_reference(dtype):
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     assert loss == pytest.approx(loss_ref, rel=rtol)
     np.testing.assert_allclose(grad, grad_ref, rtol=rtol, atol=rtol * 1e-3)
+    # The labels as floats of z's dtype (cast once, by TargetEntries): the same.
+    labels = y.astype(dtype)
+    for fn in (
+        _cross_entropy._numpy_softmax_cross_entropy,
+        _cross_entropy._sklearn_softmax_cross_entropy,
+    ):
+        assert fn(z.copy(), labels, sw)[0] == pytest.approx(loss_ref, rel=rtol)
 
 
 def test_numpy_cross_entropy_matches_per_sample_formula():
