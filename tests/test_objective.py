@@ -227,6 +227,21 @@ class _AtLambda:
 
 
 @pytest.mark.parametrize("loss", LOSSES)
+def test_objective_keeps_no_state_between_evaluations(loss):
+    # What the objective makes once (labels per dtype, L-Softmax's unit scale,
+    # the largest norm) is a constant of the rows: an evaluation after others
+    # equals the first evaluation of a fresh objective.
+    obj, params = _objective(loss, 1.0, True, np.random.default_rng(12))
+    fresh, _ = _objective(loss, 1.0, True, np.random.default_rng(12))
+    for shift in (0.0, 0.5, -1.5):
+        obj.loss_gradient(params + shift)
+    value, grad = obj.loss_gradient(params)
+    fresh_value, fresh_grad = fresh.loss_gradient(params)
+    assert value == pytest.approx(fresh_value, rel=1e-12)
+    np.testing.assert_allclose(grad, fresh_grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("t", [1.0, 1.4])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_full_objective_gradient_matches_finite_differences(loss, t, fit_intercept):
@@ -375,6 +390,13 @@ def test_compiled_cross_entropy_matches_numpy_reference(dtype):
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     assert loss == pytest.approx(loss_ref, rel=rtol)
     np.testing.assert_allclose(grad, grad_ref, rtol=rtol, atol=rtol * 1e-3)
+    # The labels as floats of z's dtype (cast once, by TargetEntries): the same.
+    labels = y.astype(dtype)
+    for fn in (
+        _cross_entropy._numpy_softmax_cross_entropy,
+        _cross_entropy._sklearn_softmax_cross_entropy,
+    ):
+        assert fn(z.copy(), labels, sw)[0] == pytest.approx(loss_ref, rel=rtol)
 
 
 def test_numpy_cross_entropy_matches_per_sample_formula():

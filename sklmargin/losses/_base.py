@@ -29,11 +29,6 @@ import numpy as np
 
 from .._utils.compat import array_api_compat
 
-# Cosines are clipped this far inside [-1, 1] before anything divides by
-# sin(theta) = sqrt(1 - c**2): the derivative of arccos is infinite at +-1, and a
-# sample exactly parallel to its prototype must give a finite (if large) slope,
-# never inf * 0 = NaN in the chain rule.
-
 
 def _namespace(array):
     """NumPy for an ndarray, else the array's array API namespace.
@@ -56,6 +51,10 @@ def _as_dtype(array, dtype):
 
 
 def _clip_cos(cos):
+    # Cosines are clipped this far inside [-1, 1] before anything divides by
+    # sin(theta) = sqrt(1 - c**2): the derivative of arccos is infinite at +-1,
+    # and a sample exactly parallel to its prototype must give a finite (if
+    # large) slope, never inf * 0 = NaN in the chain rule.
     xp = _namespace(cos)
     eps = 1e-6 if cos.dtype == xp.float32 else 1e-12
     return xp.clip(cos, -1.0 + eps, 1.0 - eps)

@@ -1,7 +1,9 @@
 """The softmax cross-entropy at the end of every loss, from one fused pass.
 
 ``softmax_cross_entropy(z, y, sw)`` returns the weighted cross-entropy of the
-logits ``z`` and its gradient ``dloss/dz`` (written over ``z``). scikit-learn's
+logits ``z`` and its gradient ``dloss/dz`` (written over ``z``); the labels
+``y`` may be integers or, cast once by the caller, floats of ``z``'s dtype
+(what the compiled loss takes: no cast per call). scikit-learn's
 compiled multinomial loss does it in one pass (in place) when it is importable
 and agrees with :func:`array_cross_entropy` on a probe; otherwise that one,
 written for any array namespace (the device path's), is used.
@@ -35,7 +37,8 @@ def array_cross_entropy(z, target_indicator, sw, xp):
     shifted_y = xp.sum(shifted * target_indicator, axis=1)
     per_sample = xp.log(sum_exp) - shifted_y
     loss = float(xp.sum(sw * xp.astype(per_sample, sw.dtype)))
-    grad = (exp / sum_exp[:, None] - target_indicator) * xp.astype(sw, z.dtype)[:, None]
+    weights = xp.astype(sw, z.dtype, copy=False)
+    grad = (exp / sum_exp[:, None] - target_indicator) * weights[:, None]
     return loss, grad
 
 

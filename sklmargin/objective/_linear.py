@@ -12,6 +12,7 @@ take rows of any array namespace (see :class:`LinearMarginObjective`).
 from __future__ import annotations
 
 import time
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
@@ -206,12 +207,6 @@ class LinearMarginObjective(ObjectiveBase):
         self.sw_host = sample_weight / self.sw_sum
         self.sw = self._to_device(self.sw_host, self.wide)
         self.targets = TargetEntries(y, n_classes)
-        # The largest row norm, once: the float32 overflow guard is judged on
-        # the host (a logit scale grows with the norms), without a sync.
-        self.largest_norm = None
-        if self.norms is not None:
-            xp = self.xp or array_namespace(self.norms)
-            self.largest_norm = float(xp.max(xp.astype(self.norms, self.wide)))
 
     def with_margin(self, margin):
         """Return the same problem (rows, weights, labels) under another margin."""
@@ -250,6 +245,30 @@ class LinearMarginObjective(ObjectiveBase):
         if self.xp is None or state is None:
             return state
         return DeviceState(state, self.xp) if to_device else state.mask
+
+    # -- constants of the evaluation, made once on first use ----------------------
+    @cached_property
+    def largest_norm(self):
+        """The largest row norm (None for raw rows), once, on the host.
+
+        Only float32 rows read it (their overflow guard is judged on the host:
+        a logit scale grows with the norms); float64 fits, and the Dask chunk
+        objectives built per evaluation, never pay its pass or its sync.
+        """
+        if self.norms is None:
+            return None
+        xp = self.xp or array_namespace(self.norms)
+        return float(xp.max(xp.astype(self.norms, self.wide)))
+
+    @cached_property
+    def _unit_scale(self):
+        """The logit scale at ``|w_j| = 1``, for a scale proportional to ``|w_j|``.
+
+        A constant of the rows (L-Softmax's ``|x_i|`` per class), made on the
+        first gradient rather than at every one, with its host-to-device copy.
+        """
+        ones = self._to_device(np.ones(self.n_classes), self.wide)
+        return self.margin.logit_scale(self.s, self.norms, ones)
 
     # -- forward ------------------------------------------------------------------
     def _largest_scale(self, w_norm):
@@ -374,9 +393,8 @@ class LinearMarginObjective(ObjectiveBase):
         if depends_on_w:
             # The scale is proportional to |w_j| (Margin.scale_depends_on_w):
             # dloss/d|w_j| = sum_i (dloss/dscale_ij) scale_ij / |w_j|, along w_hat.
-            ones = self._to_device(np.ones(self.n_classes), self.wide)
-            unit_scale = self.margin.logit_scale(self.s, self.norms, ones)
-            grad_norm = self._to_host(_column_dots(result.grad_scale, unit_scale))
+            grad_norm = _column_dots(result.grad_scale, self._unit_scale)
+            grad_norm = self._to_host(grad_norm)
             g += grad_norm[:, None] * w_hat
         grad = np.empty_like(params)
         grad_coef, grad_intercept = self.unpack(grad)

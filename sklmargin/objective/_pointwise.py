@@ -69,12 +69,14 @@ class TargetEntries:
     def __init__(self, y, n_classes):
         self.y = y
         self.xp, device, self.wide = rows_namespace(y)
+        # The labels as the cross-entropy takes them, per logits' dtype, made
+        # once: floats for NumPy's compiled loss, the one-hot mask elsewhere.
+        self._labels = {}
         if self.xp is None:
             self.rows = np.arange(y.shape[0])
         else:
             classes = self.xp.arange(n_classes, device=device)
             self.mask = y[:, None] == classes[None, :]
-            self._indicators = {}
 
     def take(self, a):
         """Return ``a[i, y_i]`` for every row."""
@@ -91,11 +93,15 @@ class TargetEntries:
 
     def cross_entropy(self, z, sw):
         """Weighted softmax cross-entropy of ``z`` and its gradient (over ``z``)."""
+        if z.dtype not in self._labels:
+            self._labels[z.dtype] = (
+                self.y.astype(z.dtype)
+                if self.xp is None
+                else self.xp.astype(self.mask, z.dtype)
+            )
         if self.xp is None:
-            return softmax_cross_entropy(z, self.y, sw)
-        if z.dtype not in self._indicators:
-            self._indicators[z.dtype] = self.xp.astype(self.mask, z.dtype)
-        return array_cross_entropy(z, self._indicators[z.dtype], sw, self.xp)
+            return softmax_cross_entropy(z, self._labels[z.dtype], sw)
+        return array_cross_entropy(z, self._labels[z.dtype], sw, self.xp)
 
 
 def _check_margin_output(margin, values):
