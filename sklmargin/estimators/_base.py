@@ -97,25 +97,6 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     return X, y, sample_weight
 
 
-def _objective_leaves(estimator, y_encoded, sample_weight, n_classes, xp, device):
-    """``(objective_of(rows, margin, m, s), class_sums(rows))`` for rows of ``xp``."""
-    settings = (estimator.C, estimator.fit_intercept)
-    # The labels live where the rows do (the one objective indexes with them).
-    y_rows = y_encoded
-    if xp is not None:
-        y_rows = to_device(y_encoded.astype(np.int64), xp, device)
-
-    def objective_of(rows, margin, m, s):
-        return LinearMarginObjective(
-            rows, y_rows, n_classes, sample_weight, margin, m, s, *settings
-        )
-
-    def class_sums(rows):
-        return weighted_class_sums(rows.X, y_rows, sample_weight, n_classes)
-
-    return objective_of, class_sums
-
-
 # Prototypes whose norm falls this far below the largest have collapsed onto
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).
 _COLLAPSE_RATIO = 1e-8
@@ -353,9 +334,17 @@ class BaseMarginSoftmax(
             margin, s, largest, np.ones(len(classes)), numpy_dtype(rows.X.dtype),
             "lower s, or scale the data (e.g. StandardScaler)",
         )  # fmt: skip
-        objective_of, class_sums = _objective_leaves(
-            self, y_encoded, sample_weight, len(classes), xp, device
-        )
+        # The labels live where the rows do (the objective indexes with them).
+        y_rows = y_encoded
+        if xp is not None:
+            y_rows = to_device(y_encoded.astype(np.int64), xp, device)
+
+        def objective_of(rows, margin, m, s):
+            return LinearMarginObjective(
+                rows, y_rows, len(classes), sample_weight, margin, m, s,
+                self.C, self.fit_intercept,
+            )  # fmt: skip
+
         objective = objective_of(rows, margin, m, s)
 
         def softmax_problem():
@@ -367,7 +356,7 @@ class BaseMarginSoftmax(
             objective,
             lambda_min,
             np.bincount(y_encoded, sample_weight, minlength=len(classes)),
-            lambda: class_sums(rows),
+            lambda: weighted_class_sums(rows.X, y_rows, sample_weight, len(classes)),
             softmax_problem,
         )
         if xp is not None:
