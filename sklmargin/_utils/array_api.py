@@ -254,25 +254,6 @@ def _slices(n_rows, block):
     ]
 
 
-def fitted_on_device(estimator, attribute="coef_"):
-    """Whether ``estimator`` was fitted on array API inputs.
-
-    Parameters
-    ----------
-    estimator : object
-    attribute : str, default="coef_"
-        A fitted array attribute: NumPy after a NumPy fit, in the input's
-        namespace after an array API fit.
-
-    Returns
-    -------
-    bool
-        False when the attribute is missing (not fitted) or a NumPy array.
-    """
-    fitted = getattr(estimator, attribute, None)
-    return fitted is not None and not isinstance(fitted, np.ndarray)
-
-
 def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
     """Refuse ``X`` from another namespace or device than a fitted array's.
 
