@@ -329,12 +329,11 @@ def check_transform_input(transformer, X, fitted, accept_sparse=False):
     is refused with the estimators' message (:func:`check_same_namespace`).
     """
     check_is_fitted(transformer)
-    found = input_namespace(X)
+    xp, device, on_device = input_namespace_or_numpy(X)
     check_same_namespace(
         getattr(transformer, fitted), X, f"{type(transformer).__name__}.transform()",
-        "transform", *(found or (None, None)), verb="transform",
+        "transform", *((xp, device) if on_device else (None, None)), verb="transform",
     )  # fmt: skip
-    xp, device, _ = input_namespace_or_numpy(X)
     X = validate_data(
         transformer, X, accept_sparse=accept_sparse,
         dtype=[xp.float64, xp.float32], reset=False,
