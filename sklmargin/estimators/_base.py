@@ -429,7 +429,7 @@ class BaseMarginSoftmax(
             self.max_iter,
             self.tol,
             type(self).__name__,
-            hint=self._collapse_hint(margin, objective),
+            hint=self._collapse_hint(objective),
         )
         self.n_iter_ = n_iter + result.n_iter
         self._fit_stats = {
@@ -460,7 +460,7 @@ class BaseMarginSoftmax(
         )
         self.margin_, self.m_, self.s_ = margin, objective.m, objective.s
 
-    def _collapse_hint(self, margin, objective=None):
+    def _collapse_hint(self, objective):
         """Name the cone point when a prototype collapsed, and why it did.
 
         Two causes, told apart by where the class's rows sit. A class whose
@@ -471,7 +471,7 @@ class BaseMarginSoftmax(
         fit stalls there although the model is fine. Any other class collapsed
         because the margin was too hard for it (a small ``lambda_min``).
         """
-        if margin.normalizes_W:
+        if objective.margin.normalizes_W:
             return ""
         norms = np.linalg.norm(self.coef_, axis=1)
         collapsed = np.flatnonzero(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300))
