@@ -221,34 +221,23 @@ def max_abs(X) -> float:
 _NAMESPACE_TEMPORARIES = 4
 
 
-def row_slices(n_rows, row_bytes):
-    """Consecutive row slices within the NumPy code's block budget.
-
-    :func:`sklmargin._utils.blocks.rows_per_block` rows each (read at call
-    time: the tests that shrink the budget shrink these blocks too), for
-    ``row_bytes`` times :data:`_NAMESPACE_TEMPORARIES`: the temporaries of a
-    block, together, stay within the budget, as the NumPy code's do. Smaller
-    temporaries also stay small in the allocator: with one budget per
-    temporary, a torch kernel fit of 100k x 500 features peaked at 1.3-1.9x
-    the NumPy fit's resident memory (freed blocks kept by glibc), with a
-    quarter at 1.0-1.3x (``docs/array_api.rst``, device memory).
-    """
-    return _slices(n_rows, blocks.rows_per_block(row_bytes * _NAMESPACE_TEMPORARIES))
-
-
 def row_blocks(X, row_bytes):
     """Row slices of ``X`` for ``row_bytes`` temporary bytes per row.
 
-    NumPy and sparse rows, which write their blocks ``out=``, take the whole
-    budget (:func:`sklmargin._utils.blocks.rows_per_block`); rows of another
-    namespace a share of it (:func:`row_slices`).
+    :func:`sklmargin._utils.blocks.rows_per_block` rows each (read at call
+    time: the tests that shrink the budget shrink these blocks too). NumPy
+    and sparse rows, which write their blocks ``out=``, take the whole
+    budget; rows of another namespace a share of it, for ``row_bytes`` times
+    :data:`_NAMESPACE_TEMPORARIES`: the temporaries of a block, together,
+    stay within the budget, as the NumPy code's do. Smaller temporaries also
+    stay small in the allocator: with one budget per temporary, a torch
+    kernel fit of 100k x 500 features peaked at 1.3-1.9x the NumPy fit's
+    resident memory (freed blocks kept by glibc), with a quarter at 1.0-1.3x
+    (``docs/array_api.rst``, device memory).
     """
-    if isinstance(X, np.ndarray) or sparse.issparse(X):
-        return _slices(X.shape[0], blocks.rows_per_block(row_bytes))
-    return row_slices(X.shape[0], row_bytes)
-
-
-def _slices(n_rows, block):
+    if not (isinstance(X, np.ndarray) or sparse.issparse(X)):
+        row_bytes *= _NAMESPACE_TEMPORARIES
+    n_rows, block = X.shape[0], blocks.rows_per_block(row_bytes)
     return [
         slice(start, min(start + block, n_rows)) for start in range(0, n_rows, block)
     ]
