@@ -37,6 +37,7 @@ from .._utils.array_api import (
     host_inputs,
     input_namespace,
     is_dask,
+    max_abs,
     numpy_dtype,
     to_device,
     to_numpy,
@@ -508,12 +509,11 @@ class BaseMarginSoftmax(
         logits = self._logits_of_features(features)
         if logits.dtype == X.dtype:
             return logits
-        xp_ = array_api_compat.array_namespace(logits)
         check_logit_range(
-            float(xp_.max(xp_.abs(logits))), numpy_dtype(X.dtype),
+            max_abs(logits), numpy_dtype(X.dtype),
             f"predict on {numpy_dtype(logits.dtype)} rows, or refit with a lower s",
         )  # fmt: skip
-        return xp_.astype(logits, X.dtype)
+        return array_api_compat.array_namespace(logits).astype(logits, X.dtype)
 
     def _logits_of_features(self, features):
         """Margin-free logits of rows (any namespace) mapped by ``feature_map_``."""
