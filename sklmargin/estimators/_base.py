@@ -71,15 +71,6 @@ from ._device import move_fitted_to_device
 from ._predict import MarginPredictMixin, accepted_rows
 
 
-def _dask_integration(X):
-    """Return the Dask integration module for a Dask collection, else None."""
-    if not is_dask(X):
-        return None
-    from ..integrations.dask import _estimators as _dask
-
-    return _dask
-
-
 def validate_training_data(estimator, X, y, sample_weight, xp):
     """``(X, y, sample_weight)``: ``X`` checked in its namespace, the rest on the host.
 
@@ -297,8 +288,10 @@ class BaseMarginSoftmax(
         point. ``check_scale=False`` skips the FeatureScaleWarning (the
         search warns once, at its final refit, not per fold and grid point).
         """
-        if (dask := _dask_integration(X)) is not None:  # integrations/dask
-            return dask.fit_dask(self, X, y, sample_weight)
+        if is_dask(X):  # by passes over its chunks; Dask imported only here
+            from ..integrations.dask._estimators import fit_dask
+
+            return fit_dask(self, X, y, sample_weight)
         xp, device = input_namespace(X) or (None, None)  # torch, CuPy, ...
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
