@@ -221,56 +221,26 @@ def max_abs(X) -> float:
 _NAMESPACE_TEMPORARIES = 4
 
 
-def row_slices(n_rows, row_bytes):
-    """Consecutive row slices within the NumPy code's block budget.
-
-    :func:`sklmargin._utils.blocks.rows_per_block` rows each (read at call
-    time: the tests that shrink the budget shrink these blocks too), for
-    ``row_bytes`` times :data:`_NAMESPACE_TEMPORARIES`: the temporaries of a
-    block, together, stay within the budget, as the NumPy code's do. Smaller
-    temporaries also stay small in the allocator: with one budget per
-    temporary, a torch kernel fit of 100k x 500 features peaked at 1.3-1.9x
-    the NumPy fit's resident memory (freed blocks kept by glibc), with a
-    quarter at 1.0-1.3x (``docs/array_api.rst``, device memory).
-    """
-    return _slices(n_rows, blocks.rows_per_block(row_bytes * _NAMESPACE_TEMPORARIES))
-
-
 def row_blocks(X, row_bytes):
     """Row slices of ``X`` for ``row_bytes`` temporary bytes per row.
 
-    NumPy and sparse rows, which write their blocks ``out=``, take the whole
-    budget (:func:`sklmargin._utils.blocks.rows_per_block`); rows of another
-    namespace a share of it (:func:`row_slices`).
+    :func:`sklmargin._utils.blocks.rows_per_block` rows each (read at call
+    time: the tests that shrink the budget shrink these blocks too). NumPy
+    and sparse rows, which write their blocks ``out=``, take the whole
+    budget; rows of another namespace a share of it, for ``row_bytes`` times
+    :data:`_NAMESPACE_TEMPORARIES`: the temporaries of a block, together,
+    stay within the budget, as the NumPy code's do. Smaller temporaries also
+    stay small in the allocator: with one budget per temporary, a torch
+    kernel fit of 100k x 500 features peaked at 1.3-1.9x the NumPy fit's
+    resident memory (freed blocks kept by glibc), with a quarter at 1.0-1.3x
+    (``docs/array_api.rst``, device memory).
     """
-    if isinstance(X, np.ndarray) or sparse.issparse(X):
-        return _slices(X.shape[0], blocks.rows_per_block(row_bytes))
-    return row_slices(X.shape[0], row_bytes)
-
-
-def _slices(n_rows, block):
+    if not (isinstance(X, np.ndarray) or sparse.issparse(X)):
+        row_bytes *= _NAMESPACE_TEMPORARIES
+    n_rows, block = X.shape[0], blocks.rows_per_block(row_bytes)
     return [
         slice(start, min(start + block, n_rows)) for start in range(0, n_rows, block)
     ]
-
-
-def fitted_on_device(estimator, attribute="coef_"):
-    """Whether ``estimator`` was fitted on array API inputs.
-
-    Parameters
-    ----------
-    estimator : object
-    attribute : str, default="coef_"
-        A fitted array attribute: NumPy after a NumPy fit, in the input's
-        namespace after an array API fit.
-
-    Returns
-    -------
-    bool
-        False when the attribute is missing (not fitted) or a NumPy array.
-    """
-    fitted = getattr(estimator, attribute, None)
-    return fitted is not None and not isinstance(fitted, np.ndarray)
 
 
 def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
@@ -348,12 +318,11 @@ def check_transform_input(transformer, X, fitted, accept_sparse=False):
     is refused with the estimators' message (:func:`check_same_namespace`).
     """
     check_is_fitted(transformer)
-    found = input_namespace(X)
+    xp, device, on_device = input_namespace_or_numpy(X)
     check_same_namespace(
         getattr(transformer, fitted), X, f"{type(transformer).__name__}.transform()",
-        "transform", *(found or (None, None)), verb="transform",
+        "transform", *((xp, device) if on_device else (None, None)), verb="transform",
     )  # fmt: skip
-    xp, device, _ = input_namespace_or_numpy(X)
     X = validate_data(
         transformer, X, accept_sparse=accept_sparse,
         dtype=[xp.float64, xp.float32], reset=False,

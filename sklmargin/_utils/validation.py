@@ -33,11 +33,14 @@ def check_two_classes(classes, who="This classifier"):
         )
 
 
-def encode_labels(y):
-    """``(classes, y_encoded)`` of host labels, refused unless classification."""
+def encode_labels(y, who="This classifier"):
+    """``(classes, y_encoded)`` of host labels, refused unless classification.
+
+    ``who`` is the subject of the fewer-than-two-classes message.
+    """
     check_classification_targets(y)
     classes, y_encoded = np.unique(y, return_inverse=True)
-    check_two_classes(classes)
+    check_two_classes(classes, who)
     return classes, y_encoded
 
 

@@ -37,6 +37,7 @@ from .._utils.array_api import (
     host_inputs,
     input_namespace,
     is_dask,
+    max_abs,
     numpy_dtype,
     to_device,
     to_numpy,
@@ -70,15 +71,6 @@ from ._device import move_fitted_to_device
 from ._predict import MarginPredictMixin, accepted_rows
 
 
-def _dask_integration(X):
-    """Return the Dask integration module for a Dask collection, else None."""
-    if not is_dask(X):
-        return None
-    from ..integrations.dask import _estimators as _dask
-
-    return _dask
-
-
 def validate_training_data(estimator, X, y, sample_weight, xp):
     """``(X, y, sample_weight)``: ``X`` checked in its namespace, the rest on the host.
 
@@ -95,25 +87,6 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     y = column_or_1d(y, warn=True)
     check_consistent_length(X, y)
     return X, y, sample_weight
-
-
-def _objective_leaves(estimator, y_encoded, sample_weight, n_classes, xp, device):
-    """``(objective_of(rows, margin, m, s), class_sums(rows))`` for rows of ``xp``."""
-    settings = (estimator.C, estimator.fit_intercept)
-    # The labels live where the rows do (the one objective indexes with them).
-    y_rows = y_encoded
-    if xp is not None:
-        y_rows = to_device(y_encoded.astype(np.int64), xp, device)
-
-    def objective_of(rows, margin, m, s):
-        return LinearMarginObjective(
-            rows, y_rows, n_classes, sample_weight, margin, m, s, *settings
-        )
-
-    def class_sums(rows):
-        return weighted_class_sums(rows.X, y_rows, sample_weight, n_classes)
-
-    return objective_of, class_sums
 
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
@@ -315,8 +288,10 @@ class BaseMarginSoftmax(
         point. ``check_scale=False`` skips the FeatureScaleWarning (the
         search warns once, at its final refit, not per fold and grid point).
         """
-        if (dask := _dask_integration(X)) is not None:  # integrations/dask
-            return dask.fit_dask(self, X, y, sample_weight)
+        if is_dask(X):  # by passes over its chunks; Dask imported only here
+            from ..integrations.dask._estimators import fit_dask
+
+            return fit_dask(self, X, y, sample_weight)
         xp, device = input_namespace(X) or (None, None)  # torch, CuPy, ...
         margin, m, s, lambda_min = self._validate_hyperparameters()
         X, classes, y_encoded, sample_weight = self._check_training_data(
@@ -353,9 +328,17 @@ class BaseMarginSoftmax(
             margin, s, largest, np.ones(len(classes)), numpy_dtype(rows.X.dtype),
             "lower s, or scale the data (e.g. StandardScaler)",
         )  # fmt: skip
-        objective_of, class_sums = _objective_leaves(
-            self, y_encoded, sample_weight, len(classes), xp, device
-        )
+        # The labels live where the rows do (the objective indexes with them).
+        y_rows = y_encoded
+        if xp is not None:
+            y_rows = to_device(y_encoded.astype(np.int64), xp, device)
+
+        def objective_of(rows, margin, m, s):
+            return LinearMarginObjective(
+                rows, y_rows, len(classes), sample_weight, margin, m, s,
+                self.C, self.fit_intercept,
+            )  # fmt: skip
+
         objective = objective_of(rows, margin, m, s)
 
         def softmax_problem():
@@ -367,7 +350,7 @@ class BaseMarginSoftmax(
             objective,
             lambda_min,
             np.bincount(y_encoded, sample_weight, minlength=len(classes)),
-            lambda: class_sums(rows),
+            lambda: weighted_class_sums(rows.X, y_rows, sample_weight, len(classes)),
             softmax_problem,
         )
         if xp is not None:
@@ -440,7 +423,7 @@ class BaseMarginSoftmax(
             self.max_iter,
             self.tol,
             type(self).__name__,
-            hint=self._collapse_hint(margin, objective),
+            hint=self._collapse_hint(objective),
         )
         self.n_iter_ = n_iter + result.n_iter
         self._fit_stats = {
@@ -471,7 +454,7 @@ class BaseMarginSoftmax(
         )
         self.margin_, self.m_, self.s_ = margin, objective.m, objective.s
 
-    def _collapse_hint(self, margin, objective=None):
+    def _collapse_hint(self, objective):
         """Name the cone point when a prototype collapsed, and why it did.
 
         Two causes, told apart by where the class's rows sit. A class whose
@@ -482,7 +465,7 @@ class BaseMarginSoftmax(
         fit stalls there although the model is fine. Any other class collapsed
         because the margin was too hard for it (a small ``lambda_min``).
         """
-        if margin.normalizes_W:
+        if objective.margin.normalizes_W:
             return ""
         norms = np.linalg.norm(self.coef_, axis=1)
         collapsed = np.flatnonzero(norms < _COLLAPSE_RATIO * max(norms.max(), 1e-300))
@@ -519,12 +502,11 @@ class BaseMarginSoftmax(
         logits = self._logits_of_features(features)
         if logits.dtype == X.dtype:
             return logits
-        xp_ = array_api_compat.array_namespace(logits)
         check_logit_range(
-            float(xp_.max(xp_.abs(logits))), numpy_dtype(X.dtype),
+            max_abs(logits), numpy_dtype(X.dtype),
             f"predict on {numpy_dtype(logits.dtype)} rows, or refit with a lower s",
         )  # fmt: skip
-        return xp_.astype(logits, X.dtype)
+        return array_api_compat.array_namespace(logits).astype(logits, X.dtype)
 
     def _logits_of_features(self, features):
         """Margin-free logits of rows (any namespace) mapped by ``feature_map_``."""

@@ -36,7 +36,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.array_api import (
     check_same_namespace,
-    fitted_on_device,
     input_namespace,
     is_dask,
 )
@@ -77,9 +76,10 @@ class MarginPredictMixin:
         models = self._predicting_models()
         namespace = input_namespace(X)
         xp, device = namespace or (None, None)
-        if namespace is not None or fitted_on_device(models[0]):
+        fitted = models[0].coef_  # NumPy after a NumPy fit, else on the fit's device
+        if namespace is not None or not isinstance(fitted, np.ndarray):
             name = f"{type(self).__name__}.{method}()"
-            check_same_namespace(models[0].coef_, X, name, method, xp, device)
+            check_same_namespace(fitted, X, name, method, xp, device)
         X = validate_data(self, X, reset=False, **accepted_rows(xp))
         pairs = [(model, model._model_logits(X, xp, device)) for model in models]
         return X, xp, device, pairs

@@ -14,7 +14,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
@@ -27,7 +26,7 @@ from .._utils.array_api import input_namespace
 from .._utils.compat import Interval, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
-from .._utils.validation import check_two_classes, check_weights
+from .._utils.validation import check_weights, encode_labels
 
 __all__ = ["OpenSetClassifier", "weighted_lower_quantile"]
 
@@ -329,10 +328,9 @@ class OpenSetClassifier(
         self._check_params()
         X = self._validated(X, reset=True)
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
         check_consistent_length(X, y)
-        classes = np.unique(y)
-        check_two_classes(classes, "OpenSetClassifier (its estimator is a classifier)")
+        who = "OpenSetClassifier (its estimator is a classifier)"
+        classes = encode_labels(y, who)[0]
         unknown_label = resolved_unknown_label(self.unknown_label, classes)
         weighted = sample_weight is not None
         if weighted and not has_fit_parameter(self.estimator, "sample_weight"):
