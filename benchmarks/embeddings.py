@@ -14,7 +14,8 @@ encoder gave them, no scaler, since CLIP rows are already unit vectors):
   and its choice of s come from: ``ours_cv3`` (``cv=3``, the folds of
   ``lrcv``), ``ours_cv_ll`` and ``ours_cv3_ll`` (``scoring="neg_log_loss"``),
   ``ours_cv3_short`` and ``ours_cv3_short_ll`` (``cv=3`` and a 7-point path
-  from s=10 to 80).
+  from s=10 to 80); ``ours_nolift``, ``MarginSoftmaxClassifier(constant_feature=None)``
+  (the default without its lift of each row by a constant coordinate).
 
 and reports test accuracy, test log loss of ``predict_proba``, fit CPU seconds
 (``time.process_time``; one BLAS thread, so CPU time is the work done whatever
@@ -71,6 +72,8 @@ MODELS = {
     "lrcv": lambda: LogisticRegressionCV(Cs=10, cv=3),
     "ours": lambda: MarginSoftmaxClassifier(),
     "lr": lambda: LogisticRegression(),
+    # The default without its lift x -> [x, c] / |[x, c]| (unit rows gain nothing).
+    "ours_nolift": lambda: MarginSoftmaxClassifier(constant_feature=None),
     # Opt-in variants, to find where the CV's time and choice come from.
     "ours_cv3": lambda: MarginSoftmaxClassifierCV(cv=3),
     "ours_cv3_ll": lambda: MarginSoftmaxClassifierCV(cv=3, scoring="neg_log_loss"),

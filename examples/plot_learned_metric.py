@@ -5,10 +5,11 @@ What the kernel machine's learned metric sees: relevance per input
 An RBF kernel compares rows by their distance, and weighs every input column
 alike: columns that do not matter dilute the distances that do.
 :class:`~sklmargin.KernelMarginSoftmaxClassifier` therefore learns a metric
-first (its default ``metric="diagonal", metric_steps=2``): a cheap pilot fit,
-then the average outer product of the gradients of its class logits with
-respect to the input (as Recursive Feature Machines do, Radhakrishnan et al.,
-Science 2024), whose diagonal rescales each column before the final fit.
+first (its default ``metric="diagonal", metric_steps=2``): a pilot fit on at
+most 4,000 rows and 500 centres, then the average outer product of the
+gradients of its class logits with respect to the input (as Recursive
+Feature Machines do, Radhakrishnan et al., Science 2024), whose diagonal
+rescales each column before the final fit.
 That diagonal, normalised to 1 for the most relevant column, is the fitted
 attribute ``feature_relevance_``: a feature importance of the kernel machine.
 

@@ -162,3 +162,25 @@ plt.show()
 # :doc:`open-set page </openset>` for the numbers and for where it does not
 # help (the linear estimator has no distance term, so its score is the
 # tempered maximum probability alone).
+
+# %%
+# With the learned input metric
+# -----------------------------
+# The same open-set model over the kernel estimator's default, which first
+# learns an input metric from the known classes and so changes which rows
+# look unfamiliar. At the same 5% target it rejects more of the unseen digits
+# here (both rates printed; on other data it can go the other way).
+with_metric = make_pipeline(
+    StandardScaler(),
+    OpenSetClassifier(
+        KernelMarginSoftmaxClassifier(n_components=500, random_state=0),
+        target_rejection=0.05,
+    ),
+).fit(X_train, y_train)
+rejected = {
+    "metric=None": np.mean(unknown_predicted == unknown),
+    "default metric": np.mean(with_metric.predict(X_unknown) == unknown),
+}
+for name, share in rejected.items():
+    print(f"{name}: unseen digits rejected {share:.1%}")
+assert rejected["default metric"] > rejected["metric=None"]

@@ -29,16 +29,23 @@ from sklmargin._legacy import LEGACY_MODULES
 
 DATA = Path(__file__).resolve().parent / "data"
 SAVED = np.load(DATA / "legacy_models.npz")
-NAMES = sorted(
-    k for k in SAVED.files if k != "X" and not k.startswith(("proba_", "pred_"))
-)
 
 
-def _load(name):
+def _model_names(saved):
+    """The pickled models of a fixture: every key but the rows and their outputs."""
+    return sorted(
+        k for k in saved.files if k != "X" and not k.startswith(("proba", "pred"))
+    )
+
+
+def _load(name, saved=SAVED):
     with warnings.catch_warnings():
         # a newer scikit-learn than the one that pickled warns, and still loads
         warnings.simplefilter("ignore", UserWarning)
-        return pickle.loads(SAVED[name].tobytes())
+        return pickle.loads(saved[name].tobytes())
+
+
+NAMES = _model_names(SAVED)
 
 
 def _scores(model, X):
@@ -149,15 +156,11 @@ def test_old_skops_file_loads_with_the_trusted_types(path):
 # (sklmargin._utils.legacy_state). Labels must be identical and probabilities
 # within 1e-5 (issue 27's target; measured at most 1.2e-7, float32 rows).
 PRE17 = np.load(DATA / "pre_issue17_models.npz")
-PRE17_NAMES = sorted(
-    k for k in PRE17.files if k != "X" and not k.startswith(("proba", "pred"))
-)
+PRE17_NAMES = _model_names(PRE17)
 
 
 def _load_pre17(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return pickle.loads(PRE17[name].tobytes())
+    return _load(name, PRE17)
 
 
 def test_the_pre_issue17_fixture_lacks_compute_dtype():
