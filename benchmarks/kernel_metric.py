@@ -36,6 +36,13 @@ from sklearn.svm import SVC
 
 #: Variant name -> KernelMarginSoftmaxClassifier parameters (random_state=0 added).
 VARIANTS = {
+    # The estimator's defaults, whatever they are at the commit measured.
+    "default": {},
+    # The round-4 default: 1000 centres, gamma="scale" after the metric.
+    "round4": {"gamma": "scale", "n_components": 1000},
+    # Its parts: gamma 2 x "scale" after the metric alone, the width alone.
+    "auto_gamma": {"n_components": 1000},
+    "auto_width": {"gamma": "scale"},
     "none": {"metric": None},
     "diag1": {"metric": "diagonal", "metric_steps": 1},
     "diag2": {"metric": "diagonal", "metric_steps": 2},

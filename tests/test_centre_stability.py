@@ -137,7 +137,10 @@ def test_scale_gamma_of_constant_weighted_rows_in_memory_on_device_and_dask():
     # (A constant X fits a classifier poorly: its warnings are not the point.)
     with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitted = KernelMarginSoftmaxClassifier(n_components=10, random_state=0).fit(
+        # (gamma="scale": "auto" would double it after the default metric.)
+        fitted = KernelMarginSoftmaxClassifier(
+            gamma="scale", n_components=10, random_state=0
+        ).fit(
             da.from_array(X, chunks=70),
             da.from_array(y, chunks=70),
             sample_weight=da.from_array(weights, chunks=70),

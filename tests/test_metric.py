@@ -144,12 +144,14 @@ def test_noise_columns_lose_relevance(metric):
         assert not hasattr(clf, "metric_")
 
 
+@pytest.mark.parametrize("gamma, factor", [("scale", 1.0), ("auto", 2.0)])
 @pytest.mark.parametrize("metric", ["diagonal", "full"])
 @pytest.mark.parametrize("approximation", ["nystroem", "orf"])
-def test_the_map_sees_the_transformed_rows(metric, approximation):
+def test_the_map_sees_the_transformed_rows(metric, approximation, gamma, factor):
     X, y = _data()
     clf = _fit(
         KernelMarginSoftmaxClassifier(
+            gamma=gamma,
             n_components=40,
             metric=metric,
             metric_steps=2,
@@ -161,8 +163,10 @@ def test_the_map_sees_the_transformed_rows(metric, approximation):
     )
     t = clf.input_transform_
     moved = X * t if metric == "diagonal" else X @ t
-    # gamma="scale" is resolved on the transformed rows (as in a Pipeline).
-    assert clf.feature_map_.gamma_ == pytest.approx(scale_gamma(moved, np.ones(len(y))))
+    # gamma="scale" is resolved on the transformed rows (as in a Pipeline);
+    # "auto" after a metric is twice that.
+    expected = factor * scale_gamma(moved, np.ones(len(y)))
+    assert clf.feature_map_.gamma_ == pytest.approx(expected)
     logits = clf._logits_of_features(clf.feature_map_.transform(moved))
     assert_allclose(clf.predict_proba(X), clf.predict_proba(X), rtol=0)
     assert_allclose(clf._logits(X), logits, rtol=1e-12, atol=1e-12)

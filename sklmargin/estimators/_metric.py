@@ -332,7 +332,7 @@ def learn_input_transform(estimator, keys, take, dtype):
         return None  # the sample cannot train a classifier: no metric
     pilot = clone(estimator).set_params(
         metric=None,
-        n_components=min(int(estimator.n_components), PILOT_COMPONENTS),
+        n_components=min(estimator._width(len(keys)), PILOT_COMPONENTS),
         tol=estimator.tol * PILOT_TOL_FACTOR,
         class_weight=None,
         warm_start=False,

@@ -52,13 +52,16 @@ def _take(X, index):
 
 def _gamma(estimator, source, sw_total):
     """``gamma``, resolved as in memory: the chunks' weighted sums, added."""
-    if estimator.gamma != "scale":
-        return float(estimator.gamma)
-    total_weight = sw_total * source.n_features_in
-    mean = sum(source.per_chunk(weighted_sum)) / total_weight
-    squares = sum(source.per_chunk(weighted_sum, mean))
-    variance = round_off_floor(squares / total_weight, mean)
-    return gamma_from_variance(variance, source.n_features_in)
+
+    def scale():
+        total_weight = sw_total * source.n_features_in
+        mean = sum(source.per_chunk(weighted_sum)) / total_weight
+        squares = sum(source.per_chunk(weighted_sum, mean))
+        variance = round_off_floor(squares / total_weight, mean)
+        return gamma_from_variance(variance, source.n_features_in)
+
+    gamma = estimator._map_gamma(scale)
+    return scale() if gamma == "scale" else gamma
 
 
 def _distinct_row_weights(source):
@@ -109,7 +112,7 @@ def _nystroem_map(estimator, source, gamma):
         hashes,
         weights,
         lambda chosen: _fetch_rows(source, hashes[chosen], located),
-        int(estimator.n_components),
+        estimator.n_components_,
         gamma,
         estimator.centres,
         rng,
@@ -127,7 +130,10 @@ def _nystroem_map(estimator, source, gamma):
             UserWarning,
             stacklevel=5,
         )
-    feature_map = estimator._new_feature_map()
+    feature_map = estimator._new_feature_map(estimator.n_components_, gamma)
+    # Report gamma as the in-memory fit does ("scale", or the float it used).
+    if estimator._gamma_is_scale():
+        feature_map.set_params(gamma="scale")
     feature_map.n_features_in_ = source.n_features_in
     feature_map.gamma_ = gamma
     return feature_map._fit_centres(centres, source.dtype), sampled
@@ -142,6 +148,7 @@ def fit_feature_map_dask(estimator, source, sw_total):
     approximation = getattr(estimator, "kernel_approximation", None)
     if approximation is None:
         return source.n_features_in
+    estimator.n_components_ = estimator._width(source.n_samples)
     gamma = _gamma(estimator, source, sw_total)
     # The in-memory fit's precision rule, on the whole data's size.
     dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
@@ -149,10 +156,12 @@ def fit_feature_map_dask(estimator, source, sw_total):
     if approximation in ("orf", "rff"):
         # The frequencies depend on the width, d and the seed only: one row of
         # zeros draws the in-memory fit's, under the resolved gamma.
-        feature_map = estimator._new_feature_map().set_params(gamma=gamma)
+        feature_map = estimator._new_feature_map(estimator.n_components_, gamma)
         feature_map.fit(np.zeros((1, source.n_features_in), dtype=dtype))
-        # Report the user's gamma, as the in-memory fit does; gamma_ is resolved.
-        feature_map.set_params(gamma=estimator.gamma)
+        # Report gamma as the in-memory fit does ("scale", or the float it
+        # used); gamma_ is resolved.
+        if estimator._gamma_is_scale():
+            feature_map.set_params(gamma="scale")
     elif approximation == "nystroem":
         feature_map, sampled = _nystroem_map(estimator, source, gamma)
         estimator.nystroem_basis_sampled_ = sampled
