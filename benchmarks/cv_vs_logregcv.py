@@ -151,7 +151,8 @@ def run(name, path, model_names, fold_seed=0):
         print(
             f"{name:10s} {model_name:8s} acc {row['accuracy']:.4f} "
             f"logloss {row['log_loss']:.4f} ece {row['ece']:.4f} "
-            f"fit {fit_time:7.2f}s cpu {cpu_time:7.2f}s conv.warn {n_convergence}",
+            f"fit {fit_time:7.2f}s cpu {cpu_time:7.2f}s conv.warn {n_convergence}"
+            + (f" s={row['s']:.3g}" if row.get("s") is not None else ""),
             flush=True,
         )
     return rows
