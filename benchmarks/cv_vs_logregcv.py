@@ -1,9 +1,10 @@
 """MarginSoftmaxClassifierCV against LogisticRegressionCV on the shared datasets.
 
 One run, the same folds for everyone (5 stratified folds of the training split,
-shuffled with seed 0), StandardScaler in a Pipeline, BLAS pinned to one thread,
-n_jobs=1. Per dataset and model: test accuracy, log loss and ECE of
-``predict_proba`` (15 equal-width bins of the top-class confidence), fit time.
+shuffled with seed 0, or ``--fold-seed``), StandardScaler in a Pipeline, BLAS
+pinned to one thread, n_jobs=1. Per dataset and model: test accuracy, log loss
+and ECE of ``predict_proba`` (15 equal-width bins of the top-class confidence),
+fit time.
 
 Models
 ------
@@ -13,8 +14,11 @@ Models
   calibration buys.
 * ``lrcv``: ``LogisticRegressionCV()`` defaults (10 C values): the same number
   of grid points and folds as ours, so default-vs-default is also equal-grid.
+* ``ours_fulltol`` (opt-in): ours with ``path_tol=None``, every path fit at
+  ``tol`` (the default before ``path_tol=1e-3``); ``ours_tol3``: ours with
+  ``tol=1e-3``, every fit at 1e-3, the chosen point of the refit included.
 * ``ours_cv3``, ``ours_ll``, ``ours_cv3_ll`` (opt-in): ours with 3 shuffled
-  stratified folds (seed 0) and/or ``scoring="neg_log_loss"``, to measure
+  stratified folds (the same seed) and/or ``scoring="neg_log_loss"``, to measure
   what those defaults would change (``benchmarks/results_cv_defaults.md``).
 * ``ours27``/``lrcv27`` (opt-in): the crossed grid, 3 margins (0, 0.05, 0.1)
   x 9 scales (7.5 to 120), against ``LogisticRegressionCV(Cs=27)``.
@@ -26,7 +30,8 @@ on a shared machine).
 Usage::
 
     python benchmarks/cv_vs_logregcv.py [--data ../shared/data] [--out rows.jsonl]
-        [--datasets letter,usps] [--models ours,lrcv,ours_cv3,ours_ll,ours27,lrcv27]
+        [--datasets letter,usps] [--fold-seed 0]
+        [--models ours,lrcv,ours_fulltol,ours_cv3,ours_ll,ours27,lrcv27]
 """
 
 import os
@@ -66,6 +71,8 @@ def models(folds, folds3):
     return {
         "ours": MarginSoftmaxClassifierCV(cv=folds),
         "ours_cv3": MarginSoftmaxClassifierCV(cv=folds3),
+        "ours_fulltol": MarginSoftmaxClassifierCV(cv=folds, path_tol=None),
+        "ours_tol3": MarginSoftmaxClassifierCV(cv=folds, tol=1e-3),
         "ours_ll": MarginSoftmaxClassifierCV(cv=folds, scoring="neg_log_loss"),
         "ours_cv3_ll": MarginSoftmaxClassifierCV(cv=folds3, scoring="neg_log_loss"),
         "lrcv": LogisticRegressionCV(cv=folds),
@@ -84,15 +91,15 @@ def probability_metrics(proba, y_test, classes):
     }
 
 
-def run(name, path, model_names):
+def run(name, path, model_names, fold_seed=0):
     data = load_npz(name, path)
     X_train, y_train = data.X_train, data.y_train
     X_test, y_test = data.X_test, data.y_test
     folds = list(
-        StratifiedKFold(5, shuffle=True, random_state=0).split(X_train, y_train)
+        StratifiedKFold(5, shuffle=True, random_state=fold_seed).split(X_train, y_train)
     )
     folds3 = list(
-        StratifiedKFold(3, shuffle=True, random_state=0).split(X_train, y_train)
+        StratifiedKFold(3, shuffle=True, random_state=fold_seed).split(X_train, y_train)
     )
     rows = []
     for model_name, model in models(folds, folds3).items():
@@ -144,7 +151,8 @@ def run(name, path, model_names):
         print(
             f"{name:10s} {model_name:8s} acc {row['accuracy']:.4f} "
             f"logloss {row['log_loss']:.4f} ece {row['ece']:.4f} "
-            f"fit {fit_time:7.2f}s cpu {cpu_time:7.2f}s conv.warn {n_convergence}",
+            f"fit {fit_time:7.2f}s cpu {cpu_time:7.2f}s conv.warn {n_convergence}"
+            + (f" s={row['s']:.3g}" if row.get("s") is not None else ""),
             flush=True,
         )
     return rows
@@ -161,16 +169,25 @@ def main():
     parser.add_argument("--out", default=None, help="append JSON rows here")
     parser.add_argument("--datasets", default=None)
     parser.add_argument("--models", default="ours,lrcv")
+    parser.add_argument(
+        "--fold-seed",
+        type=int,
+        default=0,
+        help="seed of the shuffled stratified folds (the same for every model)",
+    )
     args = parser.parse_args()
     paths = sorted(Path(args.data).glob("*.npz"))
     if args.datasets:
         wanted = set(args.datasets.split(","))
         paths = [p for p in paths if p.stem in wanted]
-    print(f"BLAS pinned to 1 thread; n_jobs=1; ECE with {N_BINS} equal-width bins")
+    print(
+        f"BLAS pinned to 1 thread; n_jobs=1; ECE with {N_BINS} equal-width bins; "
+        f"fold seed {args.fold_seed}"
+    )
     all_rows = []
     with threadpool_limits(1):
         for path in paths:
-            rows = run(path.stem, path, set(args.models.split(",")))
+            rows = run(path.stem, path, set(args.models.split(",")), args.fold_seed)
             all_rows.extend(rows)
             if args.out:
                 with open(args.out, "a") as handle:

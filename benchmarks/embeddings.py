@@ -11,8 +11,11 @@ encoder gave them, no scaler, since CLIP rows are already unit vectors):
 * ``ours``: ``MarginSoftmaxClassifier()`` at its defaults (m=0.05, s=30);
 * ``lr``: ``LogisticRegression()`` at its defaults (C=1);
 * opt-in variants of ``MarginSoftmaxClassifierCV``, to see where its time
-  and its choice of s come from: ``ours_cv3`` (``cv=3``, the folds of
-  ``lrcv``), ``ours_cv_ll`` and ``ours_cv3_ll`` (``scoring="neg_log_loss"``),
+  and its choice of s come from: ``ours_cv_fulltol`` (``path_tol=None``: the
+  folds' paths at the full ``tol``, the default before ``path_tol=1e-3``),
+  ``ours_cv_tol3`` (``tol=1e-3``: every fit at 1e-3, the refit's too),
+  ``ours_cv3`` (``cv=3``, the folds of ``lrcv``), ``ours_cv_ll`` and
+  ``ours_cv3_ll`` (``scoring="neg_log_loss"``),
   ``ours_cv3_short`` and ``ours_cv3_short_ll`` (``cv=3`` and a 7-point path
   from s=10 to 80); ``ours_nolift``, ``MarginSoftmaxClassifier(constant_feature=None)``
   (the default without its lift of each row by a constant coordinate).
@@ -33,8 +36,9 @@ lock on a shared machine)::
         --datasets clip_vitb32_caltech101,clip_vitb32_ucf101_midframes \\
         [--models ours_cv,lrcv,ours,lr,ours_cv3] [--repeats 3] [--out rows.jsonl]
 
-``--path-report`` prints each CV model's path over s (mean held-out score and
-L-BFGS iterations per point), ``--refit-s 34.3,86.4`` refits
+``--path-report`` prints each CV model's path over s (mean held-out score,
+L-BFGS iterations and wall time of a fold's fit per point),
+``--refit-s 34.3,86.4`` refits
 ``MarginSoftmaxClassifier(s=...)`` at those scales: the diagnosis of the CV's
 choice in ``benchmarks/results_embeddings.md``.
 """
@@ -75,6 +79,10 @@ MODELS = {
     # The default without its lift x -> [x, c] / |[x, c]| (unit rows gain nothing).
     "ours_nolift": lambda: MarginSoftmaxClassifier(constant_feature=None),
     # Opt-in variants, to find where the CV's time and choice come from.
+    # The path at the full tol (the default before path_tol=1e-3).
+    "ours_cv_fulltol": lambda: MarginSoftmaxClassifierCV(path_tol=None),
+    # Every fit at 1e-3, the refit's chosen point included.
+    "ours_cv_tol3": lambda: MarginSoftmaxClassifierCV(tol=1e-3),
     "ours_cv3": lambda: MarginSoftmaxClassifierCV(cv=3),
     "ours_cv3_ll": lambda: MarginSoftmaxClassifierCV(cv=3, scoring="neg_log_loss"),
     "ours_cv_ll": lambda: MarginSoftmaxClassifierCV(scoring="neg_log_loss"),
@@ -143,15 +151,17 @@ def run(name, path, model_names, repeats=1, path_report=False, refit_s=()):
         rows.append(row)
         if path_report and hasattr(model, "cv_results_"):
             results = model.cv_results_
-            for s, score, n_iter in zip(
+            for s, score, n_iter, fit_time in zip(
                 results["param_s"],
                 results["mean_test_score"],
                 results["mean_n_iter"],
+                results["mean_fit_time"],
                 strict=True,
             ):
                 print(
                     f"    {model_name} path: s={float(s):7.2f}  mean held-out score "
-                    f"{score:.4f}  mean L-BFGS iterations {n_iter:.1f}"
+                    f"{score:.4f}  mean L-BFGS iterations {n_iter:.1f}  "
+                    f"mean fit {1000 * fit_time:.0f} ms (wall)"
                 )
         print(
             f"  {model_name:9s} acc {row['accuracy']:.4f}  log loss "

@@ -489,23 +489,29 @@ def test_training_fold_with_one_class_names_the_fold(iris, refit):
         clf.fit(X, y)
 
 
-def test_refit_walks_the_warm_path_to_the_chosen_s():
+@pytest.mark.parametrize("path_tol", [None, 1e-3, 1e-6])
+def test_refit_walks_the_warm_path_to_the_chosen_s(path_tol):
     # The refit is the model the folds scored: the same warm-started path over
-    # s, on all the data, up to the chosen point (not a fit started elsewhere).
+    # s, on all the data, up to the chosen point (not a fit started elsewhere),
+    # its steps at path_tol (the looser of it and tol), the chosen s at tol.
     X, y = make_classification(
         n_samples=300, n_features=10, n_informative=8, n_classes=4, random_state=1
     )
     X = StandardScaler().fit_transform(X)
     ss = [2.0, 8.0, 32.0, 128.0]
-    clf = MarginSoftmaxClassifierCV(ss=ss, ms=[0.05], cv=3).fit(X, y)
+    clf = MarginSoftmaxClassifierCV(ss=ss, ms=[0.05], cv=3, path_tol=path_tol)
+    clf.fit(X, y)
+    step_tol = 1e-4 if path_tol is None else max(path_tol, 1e-4)
     walked = MarginSoftmaxClassifier(m=0.05, warm_start=True)
-    for s in ss[: ss.index(clf.s_) + 1]:
-        walked.set_params(s=s).fit(X, y)
+    steps = ss[: ss.index(clf.s_) + 1]
+    for s in steps:
+        walked.set_params(s=s, tol=1e-4 if s == steps[-1] else step_tol).fit(X, y)
     np.testing.assert_allclose(clf.estimator_.coef_, walked.coef_, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(
         clf.estimator_.intercept_, walked.intercept_, rtol=1e-7, atol=1e-9
     )
     assert clf.estimator_.s == clf.s_ and not clf.estimator_.warm_start
+    assert clf.estimator_.tol == 1e-4
     # Past the first point, so the walk has more than one step to get right.
     assert clf.s_ > ss[0]
 
@@ -531,3 +537,39 @@ def test_a_folds_premapped_rows_serve_every_grid_point_unchanged(iris, loss):
     # The same fit as on rows the estimator mapped with that map itself.
     direct = clone(base).set_params(metric=None).fit(X, y)
     np.testing.assert_allclose(model.coef_, direct.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_path_tol_loosens_only_the_selecting_fits():
+    # path_tol stops the folds' paths early (they only rank the points); the
+    # fold models that predict (refit=False) and a path_tol below tol keep tol.
+    X, y = make_classification(
+        n_samples=300, n_features=10, n_informative=8, n_classes=4, random_state=1
+    )
+    X = StandardScaler().fit_transform(X)
+    params = dict(ss=[2.0, 4.0, 8.0, 16.0, 32.0], ms=[0.05], cv=3)
+
+    def search(**extra):
+        return MarginSoftmaxClassifierCV(**params, **extra).fit(X, y)
+
+    full, loose = search(path_tol=None), search(path_tol=1e-2)
+    assert loose.n_iter_.sum() < full.n_iter_.sum()
+    np.testing.assert_array_equal(search(path_tol=1e-6).scores_, full.scores_)
+    np.testing.assert_array_equal(
+        search(path_tol=1e-2, refit=False).n_iter_,
+        search(path_tol=None, refit=False).n_iter_,
+    )
+
+
+@pytest.mark.parametrize("path_tol", [0.0, -1e-3, "loose"])
+def test_invalid_path_tol_raises(iris, path_tol):
+    with pytest.raises((ValueError, TypeError), match="path_tol"):
+        MarginSoftmaxClassifierCV(path_tol=path_tol).fit(*iris)
+
+
+def test_a_search_saved_before_path_tol_loads_with_the_full_tol_path(iris):
+    state = MarginSoftmaxClassifierCV(ss=[5.0, 10.0], cv=2).fit(*iris).__getstate__()
+    del state["path_tol"]
+    old = MarginSoftmaxClassifierCV.__new__(MarginSoftmaxClassifierCV)
+    old.__setstate__(state)
+    assert old.get_params()["path_tol"] is None
+    np.testing.assert_array_equal(old.predict(iris[0]), old.estimator_.predict(iris[0]))

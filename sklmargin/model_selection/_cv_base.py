@@ -233,6 +233,10 @@ class _BaseMarginSoftmaxCV(
     def _default_path(self, margin):
         return default_path(margin)
 
+    def _path_tol(self, tol):
+        """``tol`` of the folds' paths and the refit's steps before the chosen point."""
+        return tol
+
     def _extra_grids(self, X, sample_weight):
         """Grid axes before ``m``, the map's parameters first (none here)."""
         return {}
@@ -318,8 +322,13 @@ class _BaseMarginSoftmaxCV(
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         base = self._base_estimator()
+        # With refit the folds only select, and may stop at a looser tolerance
+        # (_path_tol); refit=False predicts with the fold models: full tol.
         grid_points, points = self._fit_folds(
-            base, (X, y, y_encoded, sample_weight), folds, scored,
+            clone(base).set_params(tol=self._path_tol(base.tol))
+            if self.refit
+            else base,
+            (X, y, y_encoded, sample_weight), folds, scored,
             path_name, path_values, axes,
         )  # fmt: skip
         n_path = len(path_values)
@@ -460,17 +469,23 @@ class _BaseMarginSoftmaxCV(
         any other start is a different model: on UCF101 CLIP features
         ``MarginSoftmaxClassifier(s=86.4)`` fitted alone scores 1.5 points
         below the one the path reaches (``benchmarks/results_embeddings.md``).
-        Walking the path refits the model that was scored. A kernel model's
+        Walking the path refits the model that was scored; the steps before
+        the chosen point stop at the search's path tolerance
+        (:meth:`_path_tol`: the linear search's ``path_tol``), the chosen
+        point at ``tol``. A kernel model's
         coefficients live in its fold's feature space, which the full data's
         map does not share: the kernel search refits cold (``steps`` empty).
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
         points = steps or (None,)
         for i, value in enumerate(points):  # the last step is the chosen point
+            last = i == len(points) - 1
             if value is not None:
                 estimator.set_params(**{path_name: value})
+            # The steps before the chosen point only carry the warm start.
+            estimator.set_params(tol=start.tol if last else self._path_tol(start.tol))
             # The FeatureScaleWarning once, at the chosen point, not per step.
-            estimator._fit(X, y, sample_weight, check_scale=i == len(points) - 1)
+            estimator._fit(X, y, sample_weight, check_scale=last)
         return estimator.set_params(warm_start=False)
 
     def _cv_results(self, grid_points, scores, times, n_iter, scored):
