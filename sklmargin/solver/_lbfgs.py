@@ -36,7 +36,7 @@ _STALL_FACTOR = 10.0
 # pairs (scipy's default, 10, elsewhere). Measured on satimage, usps and letter
 # (benchmarks/results_label_stability.md, section 8): with 10 pairs satimage
 # still changed 0.4 % of its test labels under a 2-ulp change of X, with 50
-# pairs 0.1 %, at the same fit time (fewer iterations pay for the longer
+# pairs 0.1 %, at no more fit time (fewer iterations pay for the longer
 # two-loop recursion over K d parameters).
 _SPHERE_MEMORY = 50
 
@@ -110,8 +110,9 @@ def sphere_scaling(objective):
     Only for a smooth objective: with a kink in the target (ArcFace at
     ``theta = pi - m``) or a non-target state that the rounds re-decide
     (SV-Softmax), the longer, tighter run met those switches and its end moved
-    with round-off (iris-sized problems, float64: by 4e-7 and 0.2 in the
-    probabilities, against 1e-10 plain), so those losses run plain.
+    with round-off (the float64 NumPy and torch fits of
+    ``tests/test_array_api.py`` then differed beyond its 1e-8), so those
+    losses run plain.
 
     Returns
     -------
