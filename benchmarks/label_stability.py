@@ -27,7 +27,9 @@ the solver's share of the changes from the centres'. ``--keys`` prints instead,
 for grids of 1/32 (the package's) and 1/256, the share of the distinct
 training rows whose stable key (``sklmargin.features._row_keys``) the 2-ulp
 perturbation changes, and the share of rows that share their key with another
-row.
+row. ``--extra`` adds two variants, ``X_train * (1 - 2 eps)`` and a second
+permutation (seed 1), and the largest change of the four; ``--repeat N``
+reports the median CPU of N base fits.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 DATASETS = ("satimage", "usps", "letter")
 MODELS = ("linear", "kernel", "lr", "svc", "linearsvc")
 TWO_ULP = np.float32(1.0 + 2.0 * np.finfo(np.float32).eps)
+MINUS_TWO_ULP = np.float32(1.0 - 2.0 * np.finfo(np.float32).eps)
 
 
 def make_model(name, tol):
@@ -72,7 +75,10 @@ def timed_fit(model, X, y, premapped=None):
         cpu, wall = time.process_time(), time.perf_counter()
         # premapped: a map fitted elsewhere and its rows (the private
         # argument the CV estimators' fold fits use).
-        model._fit(X, y, premapped=premapped)
+        if hasattr(model, "_fit"):  # a sklmargin estimator
+            model._fit(X, y, premapped=premapped)
+        else:  # the scikit-learn peers
+            model.fit(X, y)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return cpu, wall, len(caught)
 
@@ -113,10 +119,14 @@ def standardised(data_dir, name):
     )
 
 
-def run(name, model_name, data_dir, tol, fixed_map):
+def run(name, model_name, data_dir, tol, fixed_map, extra=False, repeat=1):
     X, y, X_test, y_test = standardised(data_dir, name)
     order = np.random.default_rng(0).permutation(len(y))
     variants = {"base": (X, y), "2ulp": (X * TWO_ULP, y), "perm": (X[order], y[order])}
+    if extra:  # the other sign of the 2-ulp change, and a second permutation
+        other = np.random.default_rng(1).permutation(len(y))
+        variants["2ulp_down"] = (X * MINUS_TWO_ULP, y)
+        variants["perm1"] = (X[other], y[other])
     labels, record = {}, {"data": name, "model": model_name, "tol": tol}
     base_map = None
     for variant, (X_fit, y_fit) in variants.items():
@@ -128,6 +138,12 @@ def run(name, model_name, data_dir, tol, fixed_map):
         cpu, wall, n_warnings = timed_fit(model, X_fit, y_fit, premapped)
         labels[variant] = model.predict(X_test)
         if variant == "base":
+            # --repeat: the median CPU of that many identical base fits
+            cpus = [cpu] + [
+                timed_fit(make_model(model_name, tol), X_fit, y_fit)[0]
+                for _ in range(repeat - 1)
+            ]
+            cpu = float(np.median(cpus))
             record.update(
                 fit_cpu_s=round(cpu, 3),
                 fit_wall_s=round(wall, 3),
@@ -153,6 +169,15 @@ def main(argv=None):
     parser.add_argument("--tol", type=float, default=None)
     parser.add_argument("--fixed-map", action="store_true")
     parser.add_argument("--keys", action="store_true")
+    parser.add_argument(
+        "--extra",
+        action="store_true",
+        help="also X * (1 - 2 eps) and a second permutation (seed 1); the "
+        "'worst' column is the largest change over all variants",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="fit CPU: median of this many base fits"
+    )
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args(argv)
     print(f"# {now()}; {versions()}")
@@ -162,18 +187,32 @@ def main(argv=None):
         return
     header = (
         "| data | model | acc % | 2-ulp changed % | permuted changed % "
-        "| fit CPU s | wall s | iter |"
+        + ("| -2-ulp changed % | permutation 1 changed % | worst % " * args.extra)
+        + "| fit CPU s | wall s | iter |"
     )
     print(header)
-    print("|---" * 8 + "|")
+    print("|---" * (8 + 3 * args.extra) + "|")
     with pinned_blas(1, announce=False):
         for name in args.datasets:
             for model_name in args.models:
-                record = run(name, model_name, args.data, args.tol, args.fixed_map)
+                record = run(
+                    name, model_name, args.data, args.tol, args.fixed_map,
+                    args.extra, args.repeat,
+                )  # fmt: skip
+                changes = [
+                    value for key, value in record.items() if key.startswith("changed_")
+                ]
+                more = ""
+                if args.extra:
+                    more = (
+                        f"{record['changed_2ulp_down_pct']:.2f} | "
+                        f"{record['changed_perm1_pct']:.2f} | {max(changes):.2f} | "
+                    )
                 print(
                     f"| {name} | {model_name} | {record['accuracy']:.2f} | "
                     f"{record['changed_2ulp_pct']:.2f} | "
-                    f"{record['changed_perm_pct']:.2f} | {record['fit_cpu_s']:.2f} | "
+                    f"{record['changed_perm_pct']:.2f} | {more}"
+                    f"{record['fit_cpu_s']:.3f} | "
                     f"{record['fit_wall_s']:.2f} | {record['n_iter']} |",
                     flush=True,
                 )

@@ -84,12 +84,18 @@ def test_old_pickle_loads_and_predicts_identically(name):
 # drawn by a round-off-stable row key (issue 27: kernel_nystroem, kernel_cv,
 # measured 2.3e-4) and the linear CV refit walks the folds' warm path to the
 # chosen s (issue 28: linear_cv, measured 1.4e-2); labels stay compared.
+# Round 5 moved the linear cosine-loss models on purpose: their L-BFGS run is
+# sphere-scaled (solver.sphere_scaling), which stops nearer the optimum
+# (AM-Softmax on iris: 4.2e-3 from a tol=1e-9 fit, against 7.7e-2 before),
+# 7.7e-2 from the saved linear_amsoftmax and openset, 4.4e-2 from linear_cv.
 _REFIT_ATOL = {
+    "linear_amsoftmax": 0.1,
+    "openset": 0.1,
     "linear_lsoftmax": 5e-3,
     "linear_svsoftmax": 0.2,
     "kernel_nystroem": 1e-3,
     "kernel_cv": 1e-3,
-    "linear_cv": 3e-2,
+    "linear_cv": 6e-2,
 }
 # Labels are compared on rows the saved model does not call a near tie (one
 # SV-Softmax row at 0.446 / 0.551 changes class under Sandybridge).

@@ -411,6 +411,10 @@ class BaseMarginSoftmax(
             tol=self.tol * (s if s is not None else 1.0),
             warm=warm,
             verbose=self.verbose,
+            # Linear model: sphere-scaled runs (fits decided by the data, not
+            # by round-off: benchmarks/results_label_stability.md, section 8).
+            # The kernel model's fits measured no steadier for it, and slower.
+            sphere=not self._unit_norm_features,
         )
         if not np.all(np.isfinite(result.params)):
             raise FloatingPointError(

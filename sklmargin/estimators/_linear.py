@@ -91,7 +91,13 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         Stop when the largest absolute gradient entry is below ``tol * s``
         (``tol`` for L-Softmax). The gradient is proportional to the logit scale
         ``s``, so scaling the tolerance with it keeps its meaning when ``s`` is
-        tuned.
+        tuned. For the smooth cosine losses (AM-Softmax, NormFace: prototypes
+        normalised, no kink, no support-vector rounds) L-BFGS runs with the
+        biases scaled by ``s / sqrt(d)`` and stops when ``|w_j| dF/dw_j`` and
+        ``s / sqrt(d) dF/db`` are below ``tol * s``: a fit that the data
+        decides rather than round-off (a 2-ulp change of ``X`` or a row
+        permutation changes at most 0.1 % of the test labels of satimage, usps
+        and letter; ``benchmarks/results_label_stability.md``).
     warm_start : bool, default=False
         Start from the previous solution (skips the lambda schedule).
     random_state : int, RandomState instance or None, default=None

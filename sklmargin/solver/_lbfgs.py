@@ -32,14 +32,13 @@ _FTOL = 64 * np.finfo(np.float64).eps
 # collapsing onto the cone point w_j = 0), reported as not converged.
 _STALL_FACTOR = 10.0
 
-# L-BFGS stops at ``tol``, with scipy's 10 curvature pairs. Stopped there, it
-# sits wherever the round-off of its path led it within a wide, flat
-# neighbourhood of the optimum (the cosine losses have no L2 term): a 2-ulp
-# change of X, or a permutation of the rows, then changes up to 1.8 % of the
-# test labels. Going on below tol with 50 pairs cut that to 0.6 % at 1.0-1.6x
-# the fit (benchmarks/results_label_stability.md), but on small flat problems
-# (iris, 200-row CV folds) the NumPy, torch and Dask fits then drift apart
-# along the flat directions by up to 1e-3: not taken.
+# The sphere-scaled run (:func:`sphere_scaling`) keeps this many curvature
+# pairs (scipy's default, 10, elsewhere). Measured on satimage, usps and letter
+# (benchmarks/results_label_stability.md, section 8): with 10 pairs satimage
+# still changed 0.4 % of its test labels under a 2-ulp change of X, with 50
+# pairs 0.1 %, at no more fit time (fewer iterations pay for the longer
+# two-loop recursion over K d parameters).
+_SPHERE_MEMORY = 50
 
 # Fractions of a state round's step tried on the exact objective: where a state
 # entry flipped, the full step can raise it while a shorter one still lowers it.
@@ -80,7 +79,133 @@ class SolverResult:
     max_abs_grad: float = float("nan")
 
 
-def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
+def sphere_scaling(objective):
+    r"""Per-parameter scale of the sphere-scaled run; None where it does not apply.
+
+    A loss that sees each prototype only through its direction
+    (``margin.normalizes_W``: AM-Softmax, ArcFace, NormFace, ...) is solved in
+    the coordinates ``z = x / D`` with ``D = 1`` on the prototypes and
+
+    .. math::
+
+        D_{b} = \alpha = \frac{s}{\sqrt{d}}
+
+    on the biases (``d`` the prepared rows' width, lift included). Why: a
+    logit is ``s \cos\theta_{ij} + b_j`` with unit rows, whose ``d`` entries
+    are of size ``1 / \sqrt{d}``; the curvature along a prototype entry is
+    then about ``s^2 / d`` times the curvature along a bias. Unscaled (letter:
+    ``s = 30``, ``d = 18``, a factor 50), L-BFGS spends its iterations on that
+    imbalance and stops, at ``tol * s``, far from the optimum along the flat
+    bias-prototype directions, wherever the round-off of its path led it: 1.8 %
+    of letter's test labels changed under a 2-ulp change of ``X``. Scaled,
+    the same ``tol`` stops at the optimum to the labels' resolution (0.0 %) in
+    fewer iterations. The run then also stops by the gradient at each
+    prototype's own scale (:func:`lbfgs`, ``scale``).
+
+    Parameters
+    ----------
+    objective : MarginObjective
+        Its ``margin``, ``s`` and ``layout``.
+
+    Only for a smooth objective: with a kink in the target (ArcFace at
+    ``theta = pi - m``) or a non-target state that the rounds re-decide
+    (SV-Softmax), the longer, tighter run met those switches and its end moved
+    with round-off (the float64 NumPy and torch fits of
+    ``tests/test_array_api.py`` then differed beyond its 1e-8), so those
+    losses run plain.
+
+    Returns
+    -------
+    ndarray of shape (n_params,) or None
+        ``D``; None for losses that depend on the prototype norms (softmax,
+        L-/A-Softmax), for targets with kinks and for stateful margins, whose
+        runs are plain.
+    """
+    margin = objective.margin
+    if (
+        not margin.normalizes_W
+        or margin.stateful
+        or margin.kink_angles(objective.m or 0.0)
+    ):
+        return None
+    layout = objective.layout
+    scale = np.ones(layout.n_params)
+    _, bias = layout.unpack(scale)
+    if bias is not None:
+        s = objective.s if objective.s is not None else 1.0
+        bias[:] = s / np.sqrt(layout.n_features)
+    return scale
+
+
+def _on_sphere(layout, z, grad_z):
+    """Largest entry of the scaled gradient, prototypes on their sphere.
+
+    ``|v_j| dF/dv_j`` (independent of the prototype norms, which the run lets
+    drift) and the scaled bias gradient ``alpha dF/db``.
+    """
+    coef, _ = layout.unpack(z)
+    grad_coef, grad_bias = layout.unpack(grad_z)
+    largest = float(
+        np.max(np.abs(grad_coef * np.linalg.norm(coef, axis=1)[:, None]), initial=0.0)
+    )
+    if grad_bias is not None:
+        largest = max(largest, float(np.max(np.abs(grad_bias), initial=0.0)))
+    return largest
+
+
+def scaled_problem(fun, scale, last=None):
+    """``fun`` in the coordinates ``z = x / scale``: ``z -> (F, scale * dF/dx)``.
+
+    The chain rule of ``x = scale * z``. ``last`` (a dict), when given, keeps
+    the latest ``z`` and its gradient.
+    """
+
+    def scaled(z):
+        value, grad = fun(scale * z)
+        grad = scale * grad
+        if last is not None:
+            last["z"], last["grad"] = z, grad
+        return value, grad
+
+    return scaled
+
+
+def _scaled_lbfgs(fun, x0, scale, layout, *, max_iter, tol, verbose):
+    """Run :func:`lbfgs` sphere-scaled; return ``(scipy result, stationarity)``."""
+    last = {}
+    scaled = scaled_problem(fun, scale, last)
+
+    def stop_when_stationary(intermediate_result):
+        # The accepted point is the line search's last evaluation: its
+        # gradient is at hand (if not, the test waits one iteration).
+        z = intermediate_result.x
+        if np.array_equal(z, last["z"]) and _on_sphere(layout, z, last["grad"]) <= tol:
+            raise StopIteration
+
+    options = {
+        "maxiter": max_iter,
+        "gtol": 0.0,  # the callback stops the run (scipy's test is the raw one)
+        "ftol": _FTOL,
+        "maxls": 50,
+        "maxcor": _SPHERE_MEMORY,
+    }
+    if verbose > 1:
+        options["iprint"] = verbose - 1
+    result = minimize(
+        scaled, x0 / scale, jac=True, method="L-BFGS-B", options=options,
+        callback=stop_when_stationary,
+    )  # fmt: skip
+    # scipy's jac is the gradient at its x, in the scaled coordinates
+    stationarity = _on_sphere(layout, result.x, result.jac)
+    result.x = scale * result.x
+    if stationarity <= tol:
+        result.message = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL"
+    return result, stationarity
+
+
+def lbfgs(
+    fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None, layout=None
+):
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
     Parameters
@@ -100,6 +225,14 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
         None.
     verbose : int
         Passed on as scipy's ``iprint`` when positive.
+    scale : ndarray, default=None
+        Run in the coordinates ``x / scale`` (:func:`sphere_scaling`), with
+        50 curvature pairs, and stop when the scaled gradient, prototypes on
+        their sphere, is below ``tol`` (``|v_j| dF/dv_j`` and
+        ``scale_b dF/db``); ``stationarity`` is then that gradient. None: the
+        plain run, stopped by scipy's test on the largest gradient entry.
+    layout : ParameterLayout, default=None
+        The parameters' layout; required with ``scale``.
 
     Returns
     -------
@@ -107,14 +240,20 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0):
         ``converged`` is True only when the gradient test at ``tol`` holds
         (to within a factor of 10 where scipy stopped on round-off).
     """
-    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
-    if verbose > 1:
-        options["iprint"] = verbose - 1
-    result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
-    raw_max = float(np.max(np.abs(result.jac), initial=0.0))
-    max_abs_grad = (
-        raw_max if stationarity is None else stationarity(result.x, result.jac)
-    )
+    if scale is not None:
+        result, max_abs_grad = _scaled_lbfgs(
+            fun, x0, scale, layout, max_iter=max_iter, tol=tol, verbose=verbose
+        )
+        raw_max = max_abs_grad
+    else:
+        options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
+        if verbose > 1:
+            options["iprint"] = verbose - 1
+        result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
+        raw_max = float(np.max(np.abs(result.jac), initial=0.0))
+        max_abs_grad = (
+            raw_max if stationarity is None else stationarity(result.x, result.jac)
+        )
     # status 0 covers scipy's gradient test (raw_max <= tol) but also its
     # relative-reduction stop, and status 2 its "ABNORMAL" line-search end:
     # those are round-off near an optimum only when the gradient (on the
@@ -140,6 +279,7 @@ def fit_continuation(
     max_state_rounds=10,
     warm=False,
     verbose=0,
+    sphere=False,
 ):
     """Solve the sequence of smooth problems an objective needs.
 
@@ -168,6 +308,9 @@ def fit_continuation(
     warm : bool
         Whether ``x0`` is a previous solution (see above).
     verbose : int
+    sphere : bool, default=False
+        Run losses with normalised prototypes sphere-scaled
+        (:func:`sphere_scaling`); other losses run plain either way.
 
     Returns
     -------
@@ -181,6 +324,9 @@ def fit_continuation(
     )
     n_iter = 0
     result = None
+    scaled = {}
+    if sphere and (scale := sphere_scaling(objective)) is not None:
+        scaled = {"scale": scale, "layout": objective.layout}
     if not (stateful and warm):
         for stage, lam in enumerate(lambdas):
             result = lbfgs(
@@ -190,20 +336,24 @@ def fit_continuation(
                 tol=tol if stage == len(lambdas) - 1 else max(tol, 1e-4),
                 stationarity=plain.stationarity,
                 verbose=verbose,
+                **scaled,
             )
             params = result.params
             n_iter += result.n_iter
             _report(verbose, lam, "plain", result)
     if stateful:
         params, rounds_result = state_rounds(
-            objective, params, max_iter, tol, max_state_rounds, verbose, lam=lambdas[-1]
-        )
+            objective, params, max_iter, tol, max_state_rounds, verbose,
+            lam=lambdas[-1], scaled=scaled,
+        )  # fmt: skip
         n_iter += rounds_result.n_iter
         result = rounds_result
     return replace(result, params=params, n_iter=n_iter)
 
 
-def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0):
+def state_rounds(
+    objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0, scaled=None
+):
     """Run the rounds of a stateful margin, never ending above the start.
 
     Round ``r`` solves the smooth problem with the state fixed at the state of
@@ -217,6 +367,9 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
     after ``max_rounds``. The result is the best point seen, the start
     included: a fit (or a warm refit) never returns a model worse, on its own
     objective, than the one it started from.
+
+    ``scaled`` holds :func:`lbfgs`'s ``scale`` and ``layout`` for a
+    sphere-scaled run (empty or None: plain).
 
     Returns
     -------
@@ -236,6 +389,7 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
             tol=tol,
             stationarity=objective.stationarity,
             verbose=verbose,
+            **(scaled or {}),
         )
         n_iter += result.n_iter
         _report(verbose, lam, f"state round {sv_round}", result)
