@@ -39,8 +39,6 @@ from sklearn.utils.parallel import Parallel, delayed
 from .._utils.array_api import (
     input_namespace,
     namespace_name,
-    to_device,
-    wide_dtype,
 )
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -57,6 +55,7 @@ from ._cv_path import (
     fit_fold,
     full_class_logits,
 )
+from ._cv_results import cv_results, first_best, on_device, searched, shaped
 from ._edges import warn_grid_edges
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
@@ -375,19 +374,18 @@ class _BaseMarginSoftmaxCV(
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
             for key, dtype in (("score", float), ("n_iter", int), ("fit_time", float))
         )
-        self.scores_ = self._shaped(
-            scores, grid_points, heads, axes, len(folds), namespace
-        )
+        outer = [len(axes[name]) for name in self._shape_axes(axes)]
+        self.scores_ = shaped(scores, grid_points, heads, outer, namespace)
         # n_iter_ stays one array (scikit-learn's checks compare it with 1):
         # with several losses, one column per point of cv_results_.
         self.n_iter_ = (
-            self._shaped(n_iter, grid_points, heads, axes, len(folds), namespace)
+            shaped(n_iter, grid_points, heads, outer, namespace)
             if len(heads) == 1
-            else _on_device(n_iter, namespace)
+            else on_device(n_iter, namespace)
         )
-        self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
+        self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
 
-        best_mean = _first_best(scores[scored].mean(axis=0))
+        best_mean = first_best(scores[scored].mean(axis=0))
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
         index = heads.index(head) if len(heads) > 1 else 0
@@ -399,7 +397,7 @@ class _BaseMarginSoftmaxCV(
             self.best_index_ = None
             # A fold without a score keeps its model at the best mean point.
             best_per_fold = [
-                _first_best(row) if ok else best_mean
+                first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
             ]
         chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
@@ -415,7 +413,7 @@ class _BaseMarginSoftmaxCV(
             self.temperature_ = 1.0
 
         if self.refit:
-            point = _searched(best)
+            point = searched(best)
             params, X_refit, transform = self._refit_rows(
                 point, X, y_encoded, sample_weight, namespace
             )
@@ -435,7 +433,7 @@ class _BaseMarginSoftmaxCV(
                     self.estimator_, point.get("metric"), transform, namespace
                 )
         else:
-            chosen_points = [_searched(grid_points[b]) for b in best_per_fold]
+            chosen_points = [searched(grid_points[b]) for b in best_per_fold]
             keys = dict.fromkeys(k for p in chosen_points for k in p)
             averaged = {}
             for key in keys:
@@ -451,28 +449,6 @@ class _BaseMarginSoftmaxCV(
             self.estimators_ = [point.model for point in chosen]
             self._fold_models_chosen()
         return self
-
-    def _shaped(self, values, grid_points, heads, axes, n_folds, namespace):
-        """``scores_`` (or ``n_iter_``) of the ``(n_folds, n_points)`` values.
-
-        One loss: an array of shape ``(n_folds, *outer_shape, n_m, n_path)``;
-        several: a dict keyed by loss of such arrays (each loss has its own
-        path). ``outer_shape`` leaves out the axes of a single value given as
-        a scalar (:meth:`_shape_axes`). In ``X``'s namespace and on its device
-        after an array API fit, as scikit-learn keeps fitted arrays.
-        """
-        outer = [len(axes[name]) for name in self._shape_axes(axes)]
-        shaped = {}
-        for head in heads:
-            loss = head.inner_points[0].get("loss")
-            columns = [
-                j
-                for j, p in enumerate(grid_points)
-                if p.get("loss") == loss and p.get(head.path_name) is not None
-            ]
-            shape = (n_folds, *outer, len(head.inner_points), len(head.path_values))
-            shaped[loss] = _on_device(values[:, columns].reshape(shape), namespace)
-        return shaped[None] if None in shaped else shaped
 
     def _shape_axes(self, axes):
         """Return the outer axes that ``scores_`` has (all of them here)."""
@@ -578,32 +554,6 @@ class _BaseMarginSoftmaxCV(
             estimator._fit(X, y, sample_weight, check_scale=i == len(points) - 1)
         return estimator.set_params(warm_start=False)
 
-    def _cv_results(self, grid_points, scores, times, n_iter, scored):
-        # As GridSearchCV's: a parameter a point does not have (the s of a
-        # loss tuned along C) is masked.
-        results = {
-            f"param_{key}": np.ma.MaskedArray(
-                np.array([p[key] for p in grid_points], dtype=object),
-                mask=[key in ("s", "C") and p[key] is None for p in grid_points],
-            )
-            if any(key in ("s", "C") and p[key] is None for p in grid_points)
-            else np.array([p[key] for p in grid_points], dtype=object)
-            for key in grid_points[0]
-        }
-        results["params"] = [_searched(p) for p in grid_points]
-        for fold, row in enumerate(scores):
-            results[f"split{fold}_test_score"] = row
-        mean = scores[scored].mean(axis=0)
-        results["mean_test_score"] = mean
-        results["std_test_score"] = scores[scored].std(axis=0)
-        order = np.argsort(-mean, kind="stable")
-        rank = np.empty(len(mean), dtype=np.int32)
-        rank[order] = np.arange(1, len(mean) + 1)
-        results["rank_test_score"] = rank
-        results["mean_fit_time"] = times.mean(axis=0)
-        results["mean_n_iter"] = n_iter.mean(axis=0)
-        return results
-
     # -- prediction (the public methods: MarginPredictMixin) ------------------
     def _predicting_models(self):
         """Return the models that predict: the refit one, or each fold's best."""
@@ -636,38 +586,6 @@ class _BaseMarginSoftmaxCV(
         # (torch, CuPy, array-api-strict).
         tags.array_api_support = True
         return tags
-
-
-def _first_best(mean_scores):
-    """Index of the first score within rounding of the best one.
-
-    Ties go to the earliest grid point (smallest ``s`` or ``C``: the strongest
-    regularisation, as in LogisticRegressionCV); the tolerance keeps the choice
-    stable when equal scores are summed in different orders (sample weights
-    against repeated rows).
-    """
-    mean_scores = np.asarray(mean_scores)
-    best = np.max(mean_scores)
-    return int(np.flatnonzero(mean_scores >= best - 1e-10 * max(1.0, abs(best)))[0])
-
-
-def _on_device(array, namespace):
-    """Move a fitted NumPy array to ``X``'s namespace and device (if any)."""
-    if namespace is None:
-        return array
-    xp, device = namespace
-    if array.dtype.kind == "f":
-        return to_device(array, xp, device, dtype=wide_dtype(xp, device))
-    return to_device(array.astype(np.int64), xp, device)
-
-
-def _searched(point):
-    """Drop the other losses' path (``s`` or ``C`` of None) from a point."""
-    return {
-        key: value
-        for key, value in point.items()
-        if not (key in ("s", "C") and value is None)
-    }
 
 
 def fitted_models(cv_estimator):
