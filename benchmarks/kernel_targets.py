@@ -18,7 +18,12 @@ the training split inside each pipeline, one BLAS thread, CPU seconds
 ``synthetic`` (issue 25) is ``make_classification(n_samples=30000,
 n_features=50, n_informative=30, n_classes=10, random_state=0)``, first 20,000
 rows to train, last 10,000 to test. ``--no-calibrated`` leaves the
-``CalibratedClassifierCV`` peer out of the cv stage.
+``CalibratedClassifierCV`` peer out of the cv stage; ``--no-peers`` leaves
+every SVC out (accuracy exploration: the peers are deterministic on the same
+split), and ``--params JSON`` sets parameters of ours (e.g. ``'{"loss":
+["am-softmax", "softmax"]}'``). Each cv row also records, per (metric, loss,
+gamma) of the search, its best mean CV score and the summed mean fit time of
+its path (``ours_configs``), and the chosen point (``ours_chosen``).
 
 SVC is fitted on a stratified subsample of ``--svc-max-samples`` training rows
 where the split is larger (a9a: the tuned search does not finish in the budget
@@ -271,7 +276,8 @@ def summary(path):
             (cv if row["stage"] == "cv" else default)[row["dataset"]] = row
     print(
         "| data set | CV ours % | tuned SVC % | diff | plain default % | CV - default "
-        "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s | SVC's C, gamma/scale |"
+        "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s or C, metric "
+        "| SVC's C, gamma/scale |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     diffs, vs_default, ours_cpu, svc_cpu = [], [], [], []

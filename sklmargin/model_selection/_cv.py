@@ -7,8 +7,9 @@ that estimator is validated by the estimator's own constraints and passed on
 (:meth:`_BaseMarginSoftmaxCV._shared_params`). The parameter descriptions the
 two classes share are written once (``_SHARED_PARAMS_DOC``,
 ``_RUN_PARAMS_DOC``, ``_ATTRIBUTES_DOC``). The kernel search adds the
-``gamma`` axis (mapped once per fold), its own default ``s`` path and the
-input metric learned once before the search. The search itself is
+``metric`` axis (learned per fold, :meth:`_prepare_fold`), the ``gamma`` axis
+(mapped once per fold and metric), optionally the ``loss`` axis, and its own
+default ``s`` and ``C`` paths. The search itself is
 :mod:`sklmargin.model_selection._cv_base`.
 """
 
@@ -73,7 +74,8 @@ _KERNEL_PARAMS_DOC = _SHARED_PARAMS_DOC.replace(
         As in""",
     """default=3
         Three folds, as the tuned-SVC protocol of the benchmarks: each fold is
-        mapped once per ``gamma`` and five folds cost about twice as much. As
+        mapped once per (metric, ``gamma``) and five folds cost about twice
+        as much. As
         in""",
 )
 
@@ -267,10 +269,12 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         for the losses tuned along ``s``, ``Cs`` for those tuned along ``C``
         (plain ``"softmax"``: default ``C`` path 1, 10, 100). ``scores_`` is
         then a dict keyed by loss. Measured on six of the benchmark sets
-        (``results_kernel_cv_axes.md``), ``["am-softmax", "softmax"]``
-        costs about 1.8 times the CPU of ``"am-softmax"`` alone and chose
-        plain softmax on three of them, none of which it improved on the test
-        split: the default searches AM-Softmax only.
+        (vowel, segment, dna, satimage, pendigits, usps;
+        ``benchmarks/results_kernel_cv_axes.md``), ``["am-softmax",
+        "softmax"]`` at the other defaults cost 1.43 times the CPU of
+        ``"am-softmax"`` alone and chose plain softmax on three of them,
+        changing their test accuracy by +0.08 (dna), -2.40 (satimage) and
+        -0.40 (pendigits) points: the default searches AM-Softmax only.
     gammas : array-like of {"scale", "<factor>*scale", float}, default=None
         RBF widths: multiples of "scale" (``1 / (n_features Var(X))``,
         sample-weighted), resolved on each fold's training rows after its
@@ -288,10 +292,12 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         one on all rows (its ``input_transform_``). A single value (one
         search, no metric axis in ``scores_``) or a list (an axis after the
         fold axis). The default searches both no metric and the diagonal
-        metric: learned once on all rows before the search (the previous
-        default), the metric cost 2.2 points on satimage, where the search
-        without one scored 91.15% against 89.05%
-        (``benchmarks/results_kernel_cv_metric.md``).
+        metric. Learned once on all rows before the search (the previous
+        default), the metric scored 89.05% on satimage where the search
+        without one scored 91.15% (``benchmarks/results_kernel_cv_metric.md``,
+        ``benchmarks/results_kernel_metric.md``); as an axis, the search
+        chooses no metric there and scores 91.30%
+        (``benchmarks/results_kernel_cv_axes.md``).
     metric_steps : int, default=2
         Metric steps, as in :class:`KernelMarginSoftmaxClassifier`.
     SHARED_PARAMETERS
