@@ -18,7 +18,12 @@ the training split inside each pipeline, one BLAS thread, CPU seconds
 ``synthetic`` (issue 25) is ``make_classification(n_samples=30000,
 n_features=50, n_informative=30, n_classes=10, random_state=0)``, first 20,000
 rows to train, last 10,000 to test. ``--no-calibrated`` leaves the
-``CalibratedClassifierCV`` peer out of the cv stage.
+``CalibratedClassifierCV`` peer out of the cv stage; ``--no-peers`` leaves
+every SVC out (accuracy exploration: the peers are deterministic on the same
+split), and ``--params JSON`` sets parameters of ours (e.g. ``'{"loss":
+["am-softmax", "softmax"]}'``). Each cv row also records, per (metric, loss,
+gamma) of the search, its best mean CV score and the summed mean fit time of
+its path (``ours_configs``), and the chosen point (``ours_chosen``).
 
 SVC is fitted on a stratified subsample of ``--svc-max-samples`` training rows
 where the split is larger (a9a: the tuned search does not finish in the budget
@@ -166,14 +171,15 @@ def default_stage(name, split, max_samples):
     }
 
 
-def cv_stage(name, split, max_samples, calibrated=True):
+def cv_stage(name, split, max_samples, calibrated=True, peers=True, params=None):
     from sklmargin import KernelMarginSoftmaxClassifierCV
 
     X_train, y_train, X_test, y_test = split
     classes = np.unique(y_train)
     y_enc = encoded(y_test, classes)
     ours = make_pipeline(
-        StandardScaler(), KernelMarginSoftmaxClassifierCV(random_state=0)
+        StandardScaler(),
+        KernelMarginSoftmaxClassifierCV(random_state=0, **(params or {})),
     )
     _, fit_cpu, fit_wall = timed(lambda: ours.fit(X_train, y_train))
     proba = ours.predict_proba(X_test)
@@ -190,12 +196,30 @@ def cv_stage(name, split, max_samples, calibrated=True):
         # comparable between runs without it.
         "ours_gamma": float(cv.gamma_),
         "ours_gamma_factor": cv.gamma_ * X_train.shape[1],
-        "ours_metric": cv.metric,
+        "ours_metric": cv.metric_,
+        "ours_loss": cv.loss_ if hasattr(cv, "loss_") else cv.loss,
+        "ours_C": getattr(cv, "C_", None),
+        "ours_params": params or {},
         "ours_s": cv.s_,
         "ours_temperature": cv.temperature_,
         "ours_log_loss": log_loss(y_enc, proba, labels=np.arange(len(classes))),
         "ours_ece": expected_calibration_error(proba, y_enc),
     }
+    results = cv.cv_results_
+    configs = {}
+    for j, point in enumerate(results["params"]):
+        key = f"{point.get('metric')}|{point.get('loss', cv.loss)}|{point['gamma']}"
+        best, spent = configs.get(key, (-1.0, 0.0))
+        configs[key] = (
+            max(best, float(results["mean_test_score"][j])),
+            spent + float(results["mean_fit_time"][j]),
+        )
+    # Per (metric, loss, gamma): best mean CV score, mean fit wall s of its path.
+    row["ours_configs"] = configs
+    chosen = results["params"][cv.best_index_]
+    row["ours_chosen"] = {k: str(v) for k, v in chosen.items()}
+    if not peers:
+        return row
     Xs, ys = svc_rows(X_train, y_train, max_samples)
     row["svc_rows"] = len(ys)
     scale = 1.0 / X_train.shape[1]  # gamma="scale" on standardised columns
@@ -252,7 +276,8 @@ def summary(path):
             (cv if row["stage"] == "cv" else default)[row["dataset"]] = row
     print(
         "| data set | CV ours % | tuned SVC % | diff | plain default % | CV - default "
-        "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s | SVC's C, gamma/scale |"
+        "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s or C, metric "
+        "| SVC's C, gamma/scale |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     diffs, vs_default, ours_cpu, svc_cpu = [], [], [], []
@@ -273,7 +298,7 @@ def summary(path):
             + (f"{plain:.2f} | {row['ours_acc'] - plain:+.2f}" if plain else "| ")
             + f" | {row['ours_fit_cpu']:.1f} / {row['tuned_svc_cpu']:.1f} "
             f"({row['ours_fit_cpu'] / row['tuned_svc_cpu']:.2f}) "
-            f"| {row['ours_gamma']:.4g}, {row['ours_s']:g} "
+            f"| {row['ours_gamma']:.4g}, {_chosen(row)} "
             f"| {row['tuned_svc_C']:g}, {row['tuned_svc_gamma_factor']:g} |"
         )
     ratios = np.array(ours_cpu) / np.array(svc_cpu)
@@ -310,6 +335,15 @@ def summary(path):
     )
 
 
+def _chosen(row):
+    """The chosen head and path point of a cv row: "s=100" or "softmax C=10"."""
+    if row.get("ours_s") is not None:
+        return f"s={row['ours_s']:g}" + (
+            f", {row['ours_metric']}" if "ours_loss" in row else ""
+        )
+    return f"{row.get('ours_loss')} C={row.get('ours_C'):g}, {row['ours_metric']}"
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--summary":
         summary(sys.argv[2])
@@ -328,6 +362,18 @@ def main():
         action="store_true",
         help="cv stage: skip the CalibratedClassifierCV(SVC) peer",
     )
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="cv stage: fit ours only (accuracy exploration; the SVC peers are "
+        "deterministic on the same split)",
+    )
+    parser.add_argument(
+        "--params",
+        default=None,
+        help="cv stage: JSON of KernelMarginSoftmaxClassifierCV parameters "
+        '(exploration), e.g. \'{"loss": "am-softmax"}\'',
+    )
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args()
     print(f"# {now()} {machine()} {versions()}", flush=True)
@@ -343,7 +389,14 @@ def main():
         for name in names:
             split = split_of(args.data, name)
             if args.stage == "cv":
-                row = stage(name, split, args.svc_max_samples, not args.no_calibrated)
+                row = stage(
+                    name,
+                    split,
+                    args.svc_max_samples,
+                    not args.no_calibrated,
+                    not args.no_peers,
+                    json.loads(args.params) if args.params else None,
+                )
             else:
                 row = stage(name, split, args.svc_max_samples)
             emit(row, args.out)

@@ -360,13 +360,17 @@ def test_cv_search_equals_the_numpy_search(data, namespace, weighted, search):
     proba = to_numpy(outputs["predict_proba"])
     # The kernel searches' NumPy probabilities move by up to 1e-8 when X is
     # perturbed by 2 ulp (ORF, weighted, refit=False); the linear ones by 1e-13.
-    bound = 1e-7 if kernel else 1e-10
+    # "scale" is resolved on each fold's rows, on the device in its summation
+    # order: the fold models' widths differ by round-off, and the ORF
+    # refit=False search (three fold models) by 1.2e-7 on array-api-strict.
+    bound = 3e-7 if kernel else 1e-10
     assert np.max(np.abs(proba - reference.predict_proba(X))) <= bound
     np.testing.assert_array_equal(to_numpy(outputs["predict"]), reference.predict(X))
     decision = reference.decision_function(X)
     # The logits are s times cosines (s up to 100 here): the kernel fits'
     # relative 1e-8 to 1e-7 becomes 1.5e-6 on logits of 33 (same run as T).
-    scale = 1e-7 * np.max(np.abs(decision)) if kernel else 1e-6
+    # Three fold models of per-fold widths (above): 3e-7.
+    scale = 3e-7 * np.max(np.abs(decision)) if kernel else 1e-6
     np.testing.assert_allclose(
         to_numpy(outputs["decision_function"]), decision, rtol=0, atol=scale
     )

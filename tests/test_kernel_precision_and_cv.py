@@ -86,7 +86,8 @@ def test_cv_maps_each_fold_once_per_gamma(data, monkeypatch):
         n_components=40,
         ss=[30.0, 100.0, 300.0],
         ms=[0.0, 0.05],
-        metric=None,  # the metric's pilots map rows too (before the search)
+        loss="am-softmax",
+        metric=None,  # the metric's pilots map rows too (in each fold)
         random_state=0,
     ).fit(X, y)
     n_folds, n_gammas = 3, 3
@@ -99,12 +100,15 @@ def test_cv_maps_each_fold_once_per_gamma(data, monkeypatch):
 def test_cv_default_gamma_grid_is_around_scale(data):
     X, y = data
     clf = KernelMarginSoftmaxClassifierCV(
-        n_components=30, ss=[50.0], metric=None, random_state=0
+        n_components=30, ss=[50.0], loss="am-softmax", metric=None, random_state=0
     ).fit(X, y)
-    scale = 1.0 / (X.shape[1] * X.var())  # with a metric: of the moved rows
-    gammas = sorted(set(clf.cv_results_["param_gamma"]))
-    np.testing.assert_allclose(gammas, [0.5 * scale, scale, 2 * scale])
-    assert isinstance(clf.gamma_, float) and clf.gamma_ in gammas
+    # Multiples of "scale", resolved on each fold's training rows and, for
+    # the refit, on all rows (with a metric: on the transformed rows).
+    scale = 1.0 / (X.shape[1] * X.var())
+    assert set(clf.cv_results_["param_gamma"]) == {"0.5*scale", "scale", "2*scale"}
+    chosen = clf.cv_results_["params"][clf.best_index_]["gamma"]
+    factor = {"0.5*scale": 0.5, "scale": 1.0, "2*scale": 2.0}[chosen]
+    assert clf.gamma_ == pytest.approx(factor * scale)
     assert clf.estimator_.feature_map_.gamma_ == pytest.approx(clf.gamma_)
 
 
@@ -120,7 +124,13 @@ def test_cv_scores_equal_a_separate_fit_on_the_fold(data):
     # The premapped fold fit is the estimator's own fit on that fold.
     X, y = data
     clf = KernelMarginSoftmaxClassifierCV(
-        n_components=40, gammas=[0.2], ss=[100.0], cv=3, metric=None, random_state=0
+        n_components=40,
+        gammas=[0.2],
+        ss=[100.0],
+        cv=3,
+        loss="am-softmax",
+        metric=None,
+        random_state=0,
     ).fit(X, y)
     from sklearn.model_selection import StratifiedKFold
 

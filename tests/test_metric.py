@@ -344,36 +344,46 @@ def test_onnx_graph_equals_the_estimator(params, dtype):
 
 # -- the CV search with a metric ----------------------------------------------------
 @pytest.mark.parametrize("refit", [True, False])
-def test_cv_search_learns_the_estimators_metric_once(refit):
+def test_cv_search_learns_the_metric_per_fold_without_the_held_out_rows(refit):
+    from sklearn.model_selection import StratifiedKFold
+
     from sklmargin import KernelMarginSoftmaxClassifierCV
 
     X, y = _data(n=240)
     params = dict(n_components=40, metric="diagonal", random_state=0)
     search = _fit(
-        KernelMarginSoftmaxClassifierCV(ss=[30.0, 100.0], cv=3, refit=refit, **params),
+        KernelMarginSoftmaxClassifierCV(
+            ss=[30.0, 100.0], cv=3, refit=refit, loss="am-softmax", **params
+        ),
         X,
         y,
     )
-    # The transform of the estimator's own fit on all rows (same pilot).
-    alone = _fit(KernelMarginSoftmaxClassifier(**params), X, y)
-    models = [search.estimator_] if refit else search.estimators_
-    for model in models:
+    # Each model's transform is the estimator's own on the rows it was
+    # trained on: all rows for the refit, a fold's training rows (never its
+    # held-out rows) for the fold models.
+    if refit:
+        rows = [np.arange(len(y))]
+        models = [search.estimator_]
+    else:
+        rows = [train for train, _ in StratifiedKFold(3).split(X, y)]
+        models = search.estimators_
+    for model, train in zip(models, rows, strict=True):
+        alone = _fit(KernelMarginSoftmaxClassifier(**params), X[train], y[train])
         assert model.get_params()["metric"] == "diagonal"
         assert_allclose(model.input_transform_, alone.input_transform_, rtol=1e-12)
-    # gamma's grid is multiples of "scale" on the transformed rows.
-    scale = scale_gamma(X * alone.input_transform_, np.ones(len(y)))
-    assert min(abs(search.gamma_ / scale - f) for f in (0.5, 1.0, 2.0)) < 1e-9
-    # Predictions map raw rows by the transform first.
-    model = models[0]
-    assert_allclose(
-        model.decision_function(X),
-        model._logits_of_features(
-            model.feature_map_.transform(X * alone.input_transform_)
-        ),
-        rtol=1e-10,
-        atol=1e-10,
-    )
+        # Predictions map raw rows by the transform first.
+        assert_allclose(
+            model.decision_function(X),
+            model._logits_of_features(
+                model.feature_map_.transform(X * alone.input_transform_)
+            ),
+            rtol=1e-10,
+            atol=1e-10,
+        )
     if refit:
+        # gamma's grid is multiples of "scale" on the transformed rows.
+        scale = scale_gamma(X * alone.input_transform_, np.ones(len(y)))
+        assert min(abs(search.gamma_ / scale - f) for f in (0.5, 1.0, 2.0)) < 1e-9
         assert_array_equal(search.predict(X), search.estimator_.predict(X))
 
 

@@ -7,8 +7,9 @@ that estimator is validated by the estimator's own constraints and passed on
 (:meth:`_BaseMarginSoftmaxCV._shared_params`). The parameter descriptions the
 two classes share are written once (``_SHARED_PARAMS_DOC``,
 ``_RUN_PARAMS_DOC``, ``_ATTRIBUTES_DOC``). The kernel search adds the
-``gamma`` axis (mapped once per fold), its own default ``s`` path and the
-input metric learned once before the search. The search itself is
+``metric`` axis (learned per fold, :meth:`_prepare_fold`), the ``gamma`` axis
+(mapped once per fold and metric), optionally the ``loss`` axis, and its own
+default ``s`` and ``C`` paths. The search itself is
 :mod:`sklmargin.model_selection._cv_base`.
 """
 
@@ -16,19 +17,26 @@ from __future__ import annotations
 
 from numbers import Real
 
+import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from .._utils.array_api import input_namespace
+from .._utils.compat import StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
+from ..features._input_transform import apply_input_transform
+from ..losses._base import Margin
+from ..losses._registry import LOSS_NAMES
 from ._cv_base import (
     _BaseMarginSoftmaxCV,
     _check_positive,
     _valid_values,
     store_params,
 )
+from ._edges import warn_grid_edges
 
 _SHARED_PARAMS_DOC = """\
     ss : array-like of float, default=None
@@ -69,7 +77,8 @@ _KERNEL_PARAMS_DOC = _SHARED_PARAMS_DOC.replace(
         As in""",
     """default=3
         Three folds, as the tuned-SVC protocol of the benchmarks: each fold is
-        mapped once per ``gamma`` and five folds cost about twice as much. As
+        mapped once per (metric, ``gamma``) and five folds cost about twice
+        as much. As
         in""",
 )
 
@@ -99,16 +108,25 @@ _ATTRIBUTES_DOC = """\
     scores_ : ndarray
         Held-out score of every fold and grid point, of shape
         ``(n_folds, *grid_shape, n_path)`` (see ``cv_results_["params"]`` for
-        the order).
+        the order). The kernel search's ``grid_shape`` is ``(n_metrics,
+        n_gammas, n_ms)``, without the metric axis when ``metric`` is a single
+        value. When ``loss`` is a list (kernel search): a dict keyed by loss
+        of such arrays, each over its own ``ms`` and path, as
+        :class:`~sklearn.linear_model.LogisticRegressionCV` keys its
+        ``scores_`` by class.
     n_iter_ : ndarray of int, same shape as ``scores_``
-        L-BFGS iterations of each warm-started fit. Both arrays are in ``X``'s
+        L-BFGS iterations of each warm-started fit; when ``loss`` is a list,
+        one array of shape ``(n_folds, n_points)`` in the order of
+        ``cv_results_["params"]``. Both are in ``X``'s
         namespace and on its device after a fit on array API inputs
         (:ref:`array_api`).
     cv_results_ : dict of ndarray
         As :class:`~sklearn.model_selection.GridSearchCV`'s: ``params``,
         ``param_<name>``, ``split<k>_test_score``, ``mean_test_score``,
         ``std_test_score``, ``rank_test_score``, ``mean_fit_time`` and
-        ``mean_n_iter``, one entry per grid point.
+        ``mean_n_iter``, one entry per grid point. The kernel search adds
+        ``param_metric`` (and ``param_loss`` for a list of losses; a point of
+        a loss tuned along ``C`` has ``param_s`` masked, and the reverse).
     best_index_ : int or None
         Index of the chosen point in ``cv_results_`` (None if ``refit=False``).
     estimator_ : estimator or None
@@ -259,44 +277,69 @@ _fill_docs(MarginSoftmaxClassifierCV, _SHARED_PARAMS_DOC)
 
 
 class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
-    """Kernel margin-softmax classifier with cross-validated gamma, m and s.
+    """Kernel margin-softmax classifier with cross-validated metric, gamma, m and s.
 
     :class:`MarginSoftmaxClassifierCV` over the Nyström (or random Fourier)
-    features of :class:`KernelMarginSoftmaxClassifier`, with one more grid
-    axis: the RBF width ``gamma``. Each fold's rows are mapped once per
-    ``gamma``; on them every ``m`` runs its warm-started path over ``s``, each
-    point scored from one pass of held-out logits. The temperature is fitted
-    on the out-of-fold logits as in the linear estimator. The final model is
-    fitted cold at the chosen point (a fold's coefficients live in that fold's
-    feature space). A chosen ``s`` or ``gamma`` at the end of its grid raises
-    a ``UserWarning`` that names a wider grid.
+    features of :class:`KernelMarginSoftmaxClassifier`, with more grid axes:
+    the learned input ``metric``, the RBF width ``gamma`` and, optionally,
+    the head (``loss``: e.g. AM-Softmax against plain softmax). For each fold
+    and metric the metric is learned on the fold's training rows only (its
+    pilot fit; the held-out rows are moved by a transform learned without
+    them); on those rows each fold is mapped once per ``gamma``, and on the
+    mapped rows every loss and ``m`` runs its warm-started path (over ``s``,
+    or ``C`` for the penalised losses), each point scored from one pass of
+    held-out logits. The selection is the best mean held-out score over every
+    (metric, gamma, loss, m, path point). The temperature is fitted on the
+    out-of-fold logits as in the linear estimator. The final model learns the
+    chosen metric on all rows and is fitted cold at the chosen point (a
+    fold's coefficients live in that fold's feature space). A chosen ``s``,
+    ``C``, ``m`` or ``gamma`` at the end of its grid raises a
+    :class:`~sklmargin.GridEdgeWarning` that names a wider grid.
+
+    Measured at the defaults against ``GridSearchCV(Pipeline(StandardScaler(),
+    SVC()), C in {1, 10, 100} x gamma in {1/4, 1/2, 1, 2, 4} x "scale",
+    cv=3)`` on eight public data sets and a 20,000 x 50 synthetic one
+    (``benchmarks/results_kernel_cv_axes.md`` in the source repository,
+    made by ``benchmarks/kernel_targets.py --stage cv``): see that file for
+    the accuracies, the CPU times and the targets met or not.
 
     Parameters
     ----------
-    loss : str, default="am-softmax"
-        As in :class:`KernelMarginSoftmaxClassifier`.
-    gammas : array-like of {"scale", float}, default=None
-        RBF widths. None means ``(0.5, 1, 2)`` times "scale" (``1 / (n_features
-        Var(X))``, sample-weighted, on the training data): tuned SVCs chose a
-        width other than "scale" on 4 of 6 data sets, and 2 x "scale" is worth
-        +1.1 points on letter. Each fold is mapped once per width and every
-        point of the ``s`` path is fitted on those rows, so a width costs one
-        map and one path per fold. "scale" in the list is resolved the same
-        way; ``gamma_`` is always the float used.
-    metric : {"diagonal", "full"} or None, default="diagonal"
-        The input metric of :class:`KernelMarginSoftmaxClassifier`, learned
-        *once* from all the training rows (its pilot fit, default settings)
-        before the search, as a scaler fitted before a search would be: every
-        fold and grid point then sees the transformed rows (``gammas``'
-        "scale" is resolved on them) and the final model applies the same
-        transform (its ``input_transform_``). The metric has seen the held-out
-        folds' labels, so the CV scores of all grid points are equally a
-        little optimistic. None: the search and its model learn no metric.
-        Measured at the defaults against ``SVC(C=10, gamma="scale")`` on seven
-        data sets (vowel, segment, dna, satimage, usps, letter and a 20,000 x
-        50 synthetic set; ``benchmarks/kernel_metric.py`` in the source
-        repository): mean accuracy difference -0.36 points with the metric,
-        -2.49 without; better on six sets, 2.1 points worse on satimage.
+    loss : str or list of str, default="am-softmax"
+        As in :class:`KernelMarginSoftmaxClassifier`, or a list of losses
+        searched as one more axis (the head), each along its own path: ``ss``
+        for the losses tuned along ``s``, ``Cs`` for those tuned along ``C``
+        (plain ``"softmax"``: default ``C`` path 1, 10, 100). ``scores_`` is
+        then a dict keyed by loss. Measured on six of the benchmark sets
+        (vowel, segment, dna, satimage, pendigits, usps;
+        ``benchmarks/results_kernel_cv_axes.md``), ``["am-softmax",
+        "softmax"]`` at the other defaults cost 1.43 times the CPU of
+        ``"am-softmax"`` alone and chose plain softmax on three of them,
+        changing their test accuracy by +0.08 (dna), -2.40 (satimage) and
+        -0.40 (pendigits) points: the default searches AM-Softmax only.
+    gammas : array-like of {"scale", "<factor>*scale", float}, default=None
+        RBF widths: multiples of "scale" (``1 / (n_features Var(X))``,
+        sample-weighted), resolved on each fold's training rows after its
+        metric and, for the final model, on all the (transformed) rows; or
+        fixed floats. None means ``("0.5*scale", "scale", "2*scale")``:
+        tuned SVCs chose a width other than "scale" on 4 of 6 data sets. Each
+        fold is mapped once per width and metric. ``cv_results_["param_gamma"]``
+        holds the entries as given; ``gamma_`` is always the float the final
+        model used.
+    metric : {"diagonal", "full"}, None or list of them, default=(None, "diagonal")
+        The input metric of :class:`KernelMarginSoftmaxClassifier` (its pilot
+        fit, default settings), or a list of candidates searched as an axis.
+        Each is learned per fold from the fold's training rows only, so no
+        held-out label reaches the scores; the final model learns the chosen
+        one on all rows (its ``input_transform_``). A single value (one
+        search, no metric axis in ``scores_``) or a list (an axis after the
+        fold axis). The default searches both no metric and the diagonal
+        metric. Learned once on all rows before the search (the previous
+        default), the metric scored 89.05% on satimage where the search
+        without one scored 91.15% (``benchmarks/results_kernel_cv_metric.md``,
+        ``benchmarks/results_kernel_metric.md``); as an axis, the search
+        chooses no metric there and scores 91.30%
+        (``benchmarks/results_kernel_cv_axes.md``).
     metric_steps : int, default=2
         Metric steps, as in :class:`KernelMarginSoftmaxClassifier`.
     SHARED_PARAMETERS
@@ -308,7 +351,12 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     Attributes
     ----------
     gamma_ : float
-        The chosen RBF width.
+        The chosen RBF width, resolved on all the (transformed) rows; with
+        ``refit=False`` the mean of the fold models' widths.
+    metric_ : {"diagonal", "full"} or None
+        The chosen metric.
+    loss_ : str
+        The chosen loss (only when ``loss`` is a list).
     SEARCH_ATTRIBUTES
 
     See Also
@@ -332,18 +380,24 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
     ...     gammas=[0.5, 2.0], ms=[0.05], ss=[10.0, 30.0], n_components=100,
     ...     cv=3, random_state=0,
     ... ).fit(X, y)
-    >>> clf.scores_.shape  # (folds, gammas, ms, ss)
-    (3, 2, 1, 2)
+    >>> clf.scores_.shape  # (folds, metrics, gammas, ms, ss)
+    (3, 2, 2, 1, 2)
+    >>> clf.metric_ in (None, "diagonal")
+    True
     >>> clf.score(X, y) > 0.9
     True
     """
 
     _estimator_class = KernelMarginSoftmaxClassifier
+    _job_params = ("metric",)
     _map_params = ("gamma",)
     _warm_refit = False
     _parameter_constraints: dict = {
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "gammas": ["array-like", None],
+        # One value (one search, as before) or a list of candidates.
+        "loss": [StrOptions(set(LOSS_NAMES)), Margin, "array-like"],
+        "metric": [StrOptions({"diagonal", "full"}), None, "array-like"],
     }
     # Searches saved before issue 17 (d6c350a) have no ``compute_dtype`` and
     # ``centres`` (sklmargin._utils.legacy_state): centres its default, and the
@@ -371,7 +425,7 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
         n_components=1000,
         kernel_approximation="nystroem",
         centres="uniform",
-        metric="diagonal",
+        metric=(None, "diagonal"),
         metric_steps=2,
         compute_dtype="auto",
         constant_feature=None,
@@ -388,56 +442,134 @@ compute_dtype, constant_feature, fit_intercept, class_weight, max_iter, tol
 
     def _base_estimator(self):
         # The folds and the refit see rows the metric already transformed
-        # (_metric_rows): they learn none of their own.
-        return super()._base_estimator().set_params(metric=None)
+        # (_learn_metric): they learn none of their own. With several losses
+        # the first one is the base (each inner point sets its own loss).
+        losses, _ = self._losses()
+        return super()._base_estimator().set_params(loss=losses[0], metric=None)
 
-    def _metric_rows(self, X, y_encoded, sample_weight, namespace):
-        """Learn the input metric once on all rows; the search runs on them.
+    def _metrics(self):
+        """Return the metrics searched, and whether ``metric`` is a list."""
+        if self.metric is None or isinstance(self.metric, str):
+            return (self.metric,), False
+        metrics = tuple(dict.fromkeys(self.metric))
+        if not metrics:
+            raise ValueError("metric must hold at least one value; got an empty list.")
+        for metric in metrics:
+            if metric not in (None, "diagonal", "full"):
+                raise ValueError(
+                    'metric must be "diagonal", "full", None or a list of them; '
+                    f"got {metric!r} in metric={self.metric!r}."
+                )
+        return metrics, True
 
-        As a scaler fitted on the training rows before a search: every fold
-        and grid point sees the same transformed rows, ``gamma="scale"`` is
-        resolved on them, and the final model applies the transform.
-        """
-        if self.metric is None:
-            return X, None
-        learner = super()._base_estimator()  # with this search's metric
+    def _learn_metric(self, metric, X, y_encoded, classes, sample_weight, namespace):
+        """``(rows, transform)``: learn ``metric`` on these rows, and apply it."""
+        learner = self._base_estimator().set_params(metric=metric)
         weights = check_sample_and_class_weight(
-            sample_weight, self.class_weight, self.classes_, y_encoded, X.shape[0]
+            sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
         X = learner._fit_input_transform(
             X, y_encoded, weights, *(namespace or (None, None))
         )
         return X, learner.input_transform_
 
-    def _attach_metric(self, model, transform, namespace):
+    def _fold_preparer(self):
+        return self._prepare_fold
+
+    def _prepare_fold(self, job_point, rows):
+        """Learn a job's metric on its fold's training rows only; resolve gamma.
+
+        The held-out rows are moved by the transform learned without them, as
+        the refit's test rows will be. "scale" (and its multiples) is
+        resolved on the fold's (transformed) training rows, as the refit
+        resolves it on all of them.
+        """
+        metric = job_point["metric"]
+        namespace = input_namespace(rows.X_train)
+        transform = None
+        if metric is not None:
+            classes, y_encoded = np.unique(rows.y_train, return_inverse=True)
+            X_train, transform = self._learn_metric(
+                metric, rows.X_train, y_encoded, classes, rows.sw_train, namespace
+            )
+            X_test = apply_input_transform(
+                rows.X_test, transform, *(namespace or (None, None))
+            )
+            rows = rows._replace(X_train=X_train, X_test=X_test)
+        scale = scale_gamma(rows.X_train, rows.sw_train)
+
+        def map_params(point):
+            return {"gamma": _resolve_gamma(point["gamma"], scale)}
+
+        def attach(model):
+            self._attach_metric(model, metric, transform, namespace)
+
+        return rows, map_params, None if transform is None else attach
+
+    def _refit_rows(self, point, X, y_encoded, sample_weight, namespace):
+        metric, transform = point["metric"], None
+        if metric is not None:
+            X, transform = self._learn_metric(
+                metric, X, y_encoded, self.classes_, sample_weight, namespace
+            )
+        params = {key: value for key, value in point.items() if key != "metric"}
+        params["gamma"] = _resolve_gamma(point["gamma"], scale_gamma(X, sample_weight))
+        return params, X, transform
+
+    def _attach_metric(self, model, metric, transform, namespace):
         """Give a fitted model (refit or fold) the transform its rows had."""
-        model.set_params(metric=self.metric)
+        model.set_params(metric=metric)
         model._set_input_transform(transform)
         if namespace is not None:
             from ..estimators._device import move_fitted_to_device
 
             move_fitted_to_device(model, *namespace)
 
+    def _fold_models_chosen(self):
+        # gamma_ is a width used: the mean of the fold models' (each resolved
+        # "scale" on its fold's rows).
+        self.gamma_ = float(np.mean([model.gamma for model in self.estimators_]))
+
+    def _shape_axes(self, axes):
+        # A single metric given as a value adds no axis to scores_.
+        return [a for a in axes if a != "metric" or self._metrics()[1]]
+
+    def _warn_edges(self, name, best, head, axes, margin):
+        ms = tuple(p["m"] for p in head.inner_points)
+        grids = {head.path_name: head.path_values, "m": ms}
+        chosen = {head.path_name: best[head.path_name], "m": best["m"]}
+        formats = {}
+        factors = [_scale_factor(g) for g in axes["gamma"]]
+        if all(f is not None for f in factors):  # multiples of "scale"
+            grids["gamma"] = tuple(factors)
+            chosen["gamma"] = _scale_factor(best["gamma"])
+            formats["gamma"] = _write_factor
+        elif not any(f is not None for f in factors):  # widths
+            grids["gamma"], chosen["gamma"] = axes["gamma"], best["gamma"]
+        warn_grid_edges(name, chosen, grids, margin, head.path_name, formats)
+
     def _default_path(self, margin):
-        if margin.penalized or not margin.uses_s:
+        if margin.penalized:
+            return "C", _KERNEL_CS
+        if not margin.uses_s:
             return super()._default_path(margin)
         s = margin.default_s_kernel or margin.default_s
         return "s", tuple(float(s * f) for f in _S_FACTORS)
 
     def _extra_grids(self, X, sample_weight):
-        scale = scale_gamma(X, sample_weight)
+        metrics, _ = self._metrics()
         if self.gammas is None:
-            return {"gamma": tuple(float(f * scale) for f in _GAMMA_FACTORS)}
+            return {"metric": metrics, "gamma": _DEFAULT_GAMMAS}
+        losses, _ = self._losses()
         gammas = _valid_values(
             tuple(self.gammas),
             _check_gamma,
             "gamma",
-            self.loss,
+            losses[0] if len(losses) == 1 else list(losses),
             sort=False,
-            domain='RBF widths ("scale" or finite positive floats)',
+            domain='RBF widths ("scale", "<factor>*scale" or finite positive floats)',
         )
-        resolved = (scale if g == "scale" else g for g in gammas)
-        return {"gamma": tuple(dict.fromkeys(float(g) for g in resolved))}
+        return {"metric": metrics, "gamma": gammas}
 
 
 _fill_docs(KernelMarginSoftmaxClassifierCV, _KERNEL_PARAMS_DOC)
@@ -447,16 +579,45 @@ _fill_docs(KernelMarginSoftmaxClassifierCV, _KERNEL_PARAMS_DOC)
 _GAMMA_FACTORS = (0.5, 1.0, 2.0)
 #: Default s path of the kernel search, multiples of the loss's kernel default s.
 _S_FACTORS = (0.5, 1.0, 2.0, 4.0)
+#: Default C path of the kernel search's penalised losses (plain softmax).
+_KERNEL_CS = (1.0, 10.0, 100.0)
+
+
+def _write_factor(factor):
+    """Write a multiple of "scale" as ``gammas`` takes it: "scale", "2*scale"."""
+    return "scale" if factor == 1.0 else f"{float(factor):g}*scale"
+
+
+_DEFAULT_GAMMAS = tuple(_write_factor(f) for f in _GAMMA_FACTORS)
+
+
+def _scale_factor(gamma):
+    """Return the factor of a "scale" multiple ("scale": 1.0), None for a width."""
+    if not isinstance(gamma, str):
+        return None
+    if gamma == "scale":
+        return 1.0
+    factor, _, tail = gamma.partition("*")
+    if tail.strip() != "scale":
+        raise ValueError(gamma)
+    return _check_positive(factor, "gamma factor")
+
+
+def _resolve_gamma(gamma, scale):
+    """Return the RBF width of a ``gammas`` entry (a multiple of ``scale``)."""
+    factor = _scale_factor(gamma)
+    return float(gamma) if factor is None else float(factor * scale)
 
 
 def _check_gamma(gamma):
-    """Return a valid RBF width of the ``gammas`` grid: "scale" or a float > 0."""
-    if isinstance(gamma, str) and gamma == "scale":
-        return gamma
+    """Return a valid ``gammas`` entry: "scale", "<factor>*scale" or a float."""
     try:
+        if isinstance(gamma, str):
+            factor = _scale_factor(gamma)
+            return _write_factor(factor)
         return _check_positive(gamma, "gamma")
     except (TypeError, ValueError):
         raise ValueError(
-            'gammas must hold "scale" or finite positive floats (RBF widths); '
-            f"got gamma={gamma!r}."
+            'gammas must hold "scale", "<factor>*scale" (e.g. "2*scale") or '
+            f"finite positive floats (RBF widths); got gamma={gamma!r}."
         ) from None

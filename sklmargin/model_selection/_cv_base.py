@@ -39,8 +39,6 @@ from sklearn.utils.parallel import Parallel, delayed
 from .._utils.array_api import (
     input_namespace,
     namespace_name,
-    to_device,
-    wide_dtype,
 )
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
@@ -50,7 +48,14 @@ from ..estimators._base import validate_training_data
 from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature
-from ._cv_path import PathGrid, check_folds, fit_fold, full_class_logits, point_label
+from ._cv_path import (
+    Head,
+    PathGrid,
+    check_folds,
+    fit_fold,
+    full_class_logits,
+)
+from ._cv_results import cv_results, first_best, on_device, searched, shaped
 from ._edges import warn_grid_edges
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
@@ -135,6 +140,15 @@ def _valid_values(values, check, name, loss, sort=True, domain=None):
     return tuple(dict.fromkeys(kept))
 
 
+def _ok(margin, m):
+    """Whether ``m`` lies in the margin domain of ``margin``'s loss."""
+    try:
+        margin.check_m(m)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _check_positive(value, name="C"):
     """Return ``value`` as a float if it is finite and positive (a C or gamma)."""
     number = float(value)
@@ -164,6 +178,9 @@ class _BaseMarginSoftmaxCV(
     _estimator_class: type
     #: Outer grid axes that change the feature map (mapped once per fold).
     _map_params: tuple = ()
+    #: Outer grid axes fixed per job before the map (the kernel's metric,
+    #: learned once per fold and value): they lead the grid.
+    _job_params: tuple = ()
     #: Whether the final fit starts from the first fold's model (same features).
     _warm_refit = True
 
@@ -205,30 +222,61 @@ class _BaseMarginSoftmaxCV(
             **{name: getattr(self, name) for name in self._shared_params()}
         )
 
-    def _resolve_grid(self, X, sample_weight):
-        """Return ``(path_name, path_values, axes)``: the path and the outer grid.
+    def _losses(self):
+        """Return the losses searched, and whether ``loss`` is a list."""
+        if isinstance(self.loss, str) or not np.iterable(self.loss):
+            return (self.loss,), False
+        losses = tuple(dict.fromkeys(self.loss))
+        if not losses:
+            raise ValueError("loss must name at least one loss; got an empty list.")
+        for loss in losses:
+            get_margin(loss)  # an unknown name raises the registry's ValueError
+        return losses, True
 
-        ``axes`` maps each outer axis to its values, the ``_extra_grids``
-        (the map's parameters) before ``m``. Invalid grid points are removed,
-        with a warning naming them. ``X`` and ``sample_weight`` resolve
-        data-dependent grids (the kernel's gamma).
+    def _resolve_heads(self):
+        """Return ``(heads, margins)``: one :class:`Head` per loss searched.
+
+        A single loss keeps the rules of one path: ``ss`` (or ``Cs``) and
+        ``ms`` are its grids, the other path must be None, and invalid values
+        are removed with a warning naming them. With several losses ``ss``
+        applies to those tuned along ``s`` and ``Cs`` to those tuned along
+        ``C``; ``ms`` to the losses whose domain holds its values (the others
+        keep their default margin), so one grid can serve a margin loss and
+        plain softmax. The inner points then carry their ``loss``.
         """
-        margin = get_margin(self.loss)
-        path_name, default_values = self._default_path(margin)
-        param, other = ("Cs", "ss") if path_name == "C" else ("ss", "Cs")
-        if getattr(self, other) is not None:
-            raise ValueError(
-                f"loss={self.loss!r} is tuned along {path_name} (pass {param}); "
-                f"it takes no {other[0]} grid, got {other}={getattr(self, other)!r}."
+        losses, several = self._losses()
+        heads, margins = [], []
+        for loss in losses:
+            margin = get_margin(loss)
+            path_name, default_values = self._default_path(margin)
+            param, other = ("Cs", "ss") if path_name == "C" else ("ss", "Cs")
+            if not several and getattr(self, other) is not None:
+                raise ValueError(
+                    f"loss={loss!r} is tuned along {path_name} (pass {param}); "
+                    f"it takes no {other[0]} grid, got "
+                    f"{other}={getattr(self, other)!r}."
+                )
+            given = getattr(self, param)
+            values = (
+                default_values if given is None else tuple(np.ravel(given).tolist())
             )
-        given = getattr(self, param)
-        values = default_values if given is None else tuple(np.ravel(given).tolist())
-        check = margin.check_s if path_name == "s" else _check_positive
-        path_values = _valid_values(values, check, path_name, self.loss)
-        ms = default_margins(margin) if self.ms is None else np.ravel(self.ms).tolist()
-        axes = self._extra_grids(X, sample_weight)
-        axes["m"] = _valid_values(tuple(ms), margin.check_m, "m", self.loss)
-        return path_name, path_values, axes
+            check = margin.check_s if path_name == "s" else _check_positive
+            path_values = _valid_values(values, check, path_name, loss)
+            if self.ms is None:
+                ms = default_margins(margin)
+            elif several:
+                ms = tuple(
+                    sorted({m for m in np.ravel(self.ms).tolist() if _ok(margin, m)})
+                ) or default_margins(margin)
+            else:
+                ms = _valid_values(
+                    tuple(np.ravel(self.ms).tolist()), margin.check_m, "m", loss
+                )
+            tag = {"loss": loss} if several else {}
+            inner = [{**tag, "m": float(m)} for m in ms]
+            heads.append(Head(inner, path_name, path_values))
+            margins.append(margin)
+        return heads, margins
 
     def _default_path(self, margin):
         return default_path(margin)
@@ -315,9 +363,10 @@ class _BaseMarginSoftmaxCV(
         self.classes_ = classes
         if sample_weight is not None:
             sample_weight = check_weights(sample_weight, X.shape[0])
-        # The kernel search's input metric, learned once on all rows.
-        X, transform = self._metric_rows(X, y_encoded, sample_weight, namespace)
-        path_name, path_values, axes = self._resolve_grid(X, sample_weight)
+        for stale in ("s_", "C_", "loss_", "metric_"):  # set by _set_chosen
+            self.__dict__.pop(stale, None)
+        heads, margins = self._resolve_heads()
+        axes = self._extra_grids(X, sample_weight)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
@@ -328,29 +377,28 @@ class _BaseMarginSoftmaxCV(
             clone(base).set_params(tol=self._path_tol(base.tol))
             if self.refit
             else base,
-            (X, y, y_encoded, sample_weight), folds, scored,
-            path_name, path_values, axes,
+            (X, y, y_encoded, sample_weight), folds, scored, heads, axes,
         )  # fmt: skip
-        n_path = len(path_values)
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
             for key, dtype in (("score", float), ("n_iter", int), ("fit_time", float))
         )
-        shape = (len(folds), *[len(values) for values in axes.values()], n_path)
-        self.scores_ = scores.reshape(shape)
-        self.n_iter_ = n_iter.reshape(shape)
-        self.cv_results_ = self._cv_results(grid_points, scores, times, n_iter, scored)
-        if namespace is not None:  # in X's namespace, as scikit-learn keeps them
-            xp, device = namespace
-            wide = wide_dtype(xp, device)
-            self.scores_ = to_device(self.scores_, xp, device, dtype=wide)
-            self.n_iter_ = to_device(self.n_iter_.astype(np.int64), xp, device)
+        outer = [len(axes[name]) for name in self._shape_axes(axes)]
+        self.scores_ = shaped(scores, grid_points, heads, outer, namespace)
+        # n_iter_ stays one array (scikit-learn's checks compare it with 1):
+        # with several losses, one column per point of cv_results_.
+        self.n_iter_ = (
+            shaped(n_iter, grid_points, heads, outer, namespace)
+            if len(heads) == 1
+            else on_device(n_iter, namespace)
+        )
+        self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
 
-        best_mean = _first_best(scores[scored].mean(axis=0))
-        warn_grid_edges(
-            name, grid_points[best_mean], {path_name: path_values, **axes},
-            get_margin(self.loss), path_name,
-        )  # fmt: skip
+        best_mean = first_best(scores[scored].mean(axis=0))
+        best = grid_points[best_mean]
+        head = next(h for h in heads if best[h.path_name] is not None)
+        index = heads.index(head) if len(heads) > 1 else 0
+        self._warn_edges(name, best, head, axes, margins[index])
         if self.refit:
             self.best_index_ = best_mean
             best_per_fold = [self.best_index_] * len(folds)
@@ -358,7 +406,7 @@ class _BaseMarginSoftmaxCV(
             self.best_index_ = None
             # A fold without a score keeps its model at the best mean point.
             best_per_fold = [
-                _first_best(row) if ok else best_mean
+                first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
             ]
         chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
@@ -374,83 +422,116 @@ class _BaseMarginSoftmaxCV(
             self.temperature_ = 1.0
 
         if self.refit:
-            point = grid_points[self.best_index_]
-            self._set_chosen(point, path_name)
+            point = searched(best)
+            params, X_refit, transform = self._refit_rows(
+                point, X, y_encoded, sample_weight, namespace
+            )
+            self._set_chosen({**point, **params}, head.path_name)
             # The linear refit walks the same warm-started path on all the
             # data, so the final model is the kind of model the folds scored
             # (see _refit); the kernel refit is a cold fit at the chosen point.
-            steps = path_values[: self.best_index_ % n_path + 1]
+            values = head.path_values
+            steps = values[: values.index(point[head.path_name]) + 1]
             self.estimator_ = self._refit(
-                clone(base).set_params(**point), X, y, sample_weight, path_name,
-                steps if self._warm_refit else (),
+                clone(base).set_params(**params), X_refit, y, sample_weight,
+                head.path_name, steps if self._warm_refit else (),
             )  # fmt: skip
             self.estimators_ = None
-        else:
-            chosen_points = [grid_points[b] for b in best_per_fold]
-            averaged = {
-                key: (
-                    float(np.mean([p[key] for p in chosen_points]))
-                    if all(isinstance(p[key], float) for p in chosen_points)
-                    else chosen_points[0][key]
+            if transform is not None:
+                self._attach_metric(
+                    self.estimator_, point.get("metric"), transform, namespace
                 )
-                for key in chosen_points[0]
-            }
-            self._set_chosen(averaged, path_name)
+        else:
+            chosen_points = [searched(grid_points[b]) for b in best_per_fold]
+            keys = dict.fromkeys(k for p in chosen_points for k in p)
+            averaged = {}
+            for key in keys:
+                values = [p[key] for p in chosen_points if key in p]
+                same = len(values) == len(chosen_points)
+                numeric = all(isinstance(v, float) for v in values)
+                if values:
+                    averaged[key] = (
+                        float(np.mean(values)) if same and numeric else values[0]
+                    )
+            self._set_chosen(averaged, head.path_name)
             self.estimator_ = None
             self.estimators_ = [point.model for point in chosen]
-        if transform is not None:
-            for model in fitted_models(self):
-                self._attach_metric(model, transform, namespace)
+            self._fold_models_chosen()
         return self
 
-    def _fit_folds(self, base, data, folds, scored, path_name, path_values, axes):
+    def _shape_axes(self, axes):
+        """Return the outer axes that ``scores_`` has (all of them here)."""
+        return list(axes)
+
+    def _warn_edges(self, name, best, head, axes, margin):
+        """GridEdgeWarning for each chosen value on the edge of its grid."""
+        ms = tuple(p["m"] for p in head.inner_points)
+        grids = {head.path_name: head.path_values, **axes, "m": ms}
+        warn_grid_edges(
+            name, {k: best[k] for k in grids}, grids, margin, head.path_name
+        )
+
+    def _refit_rows(self, point, X, y_encoded, sample_weight, namespace):
+        """``(estimator params, rows, input transform)`` of the refit at ``point``."""
+        return point, X, None
+
+    def _fold_models_chosen(self):
+        """Finish the fold models ``refit=False`` keeps (nothing to do here)."""
+
+    def _fit_folds(self, base, data, folds, scored, heads, axes):
         """Fit every fold at every grid point: ``(grid_points, points)``.
 
         ``points[f][b]`` is the :class:`PathPoint` of fold ``f`` at
         ``grid_points[b]`` (the order of ``cv_results_["params"]``). One job
-        per fold and map point (gamma): its rows are mapped once and every
-        inner point (m) walks its path on them. The map axes lead, so the
-        jobs' points in order are the grid's points in order. ``data`` is
-        ``(X, y, y_encoded, sample_weight)``.
+        per fold and job point (the kernel's metric, learned on the fold's
+        training rows); in it the rows are mapped once per map point (gamma)
+        and every head (loss) and inner point (m) walks its path on them. The
+        job and map axes lead, so the jobs' points in order are the grid's
+        points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``.
         """
+        job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
-        inner_points = _grid_points(
-            axes, [a for a in axes if a not in self._map_params]
-        )
-        grid_points = [
-            {**map_point, **inner, path_name: value}
-            for map_point in map_points
-            for inner in inner_points
-            for value in path_values
-        ]
+        grid_points = []
+        for job_point in job_points:
+            for map_point in map_points:
+                for head in heads:
+                    other = {h.path_name: None for h in heads} if len(heads) > 1 else {}
+                    grid_points += [
+                        {**job_point, **map_point, **inner, **other,
+                         head.path_name: value}
+                        for inner in head.inner_points
+                        for value in head.path_values
+                    ]  # fmt: skip
         grid = PathGrid(
-            path_name, path_values, inner_points, self._scorer(), self.classes_,
+            heads, map_points, self._scorer(), self.classes_,
             not self.refit, self.verbose,  # refit=False keeps each fold's best
+            self._fold_preparer(),
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's
         # workers: array API folds need dispatch on there too.
         jobs = [
             delayed(fit_fold)(
-                clone(base).set_params(**map_point),
+                clone(base),
                 data,
                 train,
                 test,
                 grid,
-                f"{name} fold {f + 1}/{len(folds)}{point_label(map_point)}",
+                f"{name} fold {f + 1}/{len(folds)}",
                 scored[f],
+                job_point,
             )
             for f, (train, test) in enumerate(folds)
-            for map_point in map_points
+            for job_point in job_points
         ]
         done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
         flat = [point for job in done for point in job]
         n_grid = len(grid_points)
         return grid_points, [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
 
-    def _metric_rows(self, X, y_encoded, sample_weight, namespace):
-        """``(rows the search sees, their input transform)``: none here."""
-        return X, None
+    def _fold_preparer(self):
+        """``grid.prepare`` of the jobs (:class:`PathGrid`): none here."""
+        return None
 
     def _set_chosen(self, point, path_name):
         for key, value in point.items():
@@ -488,25 +569,6 @@ class _BaseMarginSoftmaxCV(
             estimator._fit(X, y, sample_weight, check_scale=last)
         return estimator.set_params(warm_start=False)
 
-    def _cv_results(self, grid_points, scores, times, n_iter, scored):
-        results = {
-            f"param_{key}": np.array([p[key] for p in grid_points], dtype=object)
-            for key in grid_points[0]
-        }
-        results["params"] = grid_points
-        for fold, row in enumerate(scores):
-            results[f"split{fold}_test_score"] = row
-        mean = scores[scored].mean(axis=0)
-        results["mean_test_score"] = mean
-        results["std_test_score"] = scores[scored].std(axis=0)
-        order = np.argsort(-mean, kind="stable")
-        rank = np.empty(len(mean), dtype=np.int32)
-        rank[order] = np.arange(1, len(mean) + 1)
-        results["rank_test_score"] = rank
-        results["mean_fit_time"] = times.mean(axis=0)
-        results["mean_n_iter"] = n_iter.mean(axis=0)
-        return results
-
     # -- prediction (the public methods: MarginPredictMixin) ------------------
     def _predicting_models(self):
         """Return the models that predict: the refit one, or each fold's best."""
@@ -539,19 +601,6 @@ class _BaseMarginSoftmaxCV(
         # (torch, CuPy, array-api-strict).
         tags.array_api_support = True
         return tags
-
-
-def _first_best(mean_scores):
-    """Index of the first score within rounding of the best one.
-
-    Ties go to the earliest grid point (smallest ``s`` or ``C``: the strongest
-    regularisation, as in LogisticRegressionCV); the tolerance keeps the choice
-    stable when equal scores are summed in different orders (sample weights
-    against repeated rows).
-    """
-    mean_scores = np.asarray(mean_scores)
-    best = np.max(mean_scores)
-    return int(np.flatnonzero(mean_scores >= best - 1e-10 * max(1.0, abs(best)))[0])
 
 
 def fitted_models(cv_estimator):

@@ -40,13 +40,23 @@ from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
 class PathGrid(NamedTuple):
     """What every job of one search shares: the grid it walks and what it keeps."""
 
-    path_name: str  # "s" or "C"
-    path_values: tuple  # ascending: each point starts from the previous one
-    inner_points: list  # dicts over the axes that keep the map (m)
+    heads: list  # one Head per loss searched: its inner points and its path
+    map_points: list  # dicts over the axes that change the map (gamma)
     scorer: Callable  # score(estimator, rows, logits)
     classes: np.ndarray  # all classes of the search (a fold may miss one)
     keep_models: bool  # refit=False predicts with each fold's best model
     verbose: int
+    # prepare(job_point, rows, namespace) -> (rows, map_params, attach): the
+    # kernel search's per-fold input metric (None: the rows as they are).
+    prepare: Callable | None = None
+
+
+class Head(NamedTuple):
+    """One loss of the search: its inner grid points (m) and warm path."""
+
+    inner_points: list  # dicts over the axes that keep the map (loss, m)
+    path_name: str  # "s" or "C"
+    path_values: tuple  # ascending: each point starts from the previous one
 
 
 class PathPoint(NamedTuple):
@@ -73,13 +83,13 @@ class FoldRows(NamedTuple):
     features_test: object
 
 
-def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
-    """Cut one fold and map its rows once (``estimator._fold_features``).
+def cut_fold(X, y, y_encoded, sample_weight, train, test):
+    """Cut one fold's rows (unmapped): a :class:`FoldRows` without features.
 
-    Array API rows are cut and mapped on their device; labels and weights
-    stay on the host, except the held-out labels a user's ``scoring``
-    compares with the fold model's ``predict``: on the device when numeric
-    (string labels stay NumPy on both sides).
+    Array API rows are cut on their device; labels and weights stay on the
+    host, except the held-out labels a user's ``scoring`` compares with the
+    fold model's ``predict``: on the device when numeric (string labels stay
+    NumPy on both sides).
     """
     xp, device = input_namespace(X) or (None, None)
     sw_train, sw_test = (
@@ -88,17 +98,23 @@ def fold_rows(estimator, X, y, y_encoded, sample_weight, train, test):
         else (sample_weight[train], sample_weight[test])
     )
     X_train, X_test = (take_rows(X, rows, xp, device) for rows in (train, test))
-    feature_map, features_train, features_test = estimator._fold_features(
-        X_train, sw_train, X_test, xp, device
-    )
     y_test = y[test]
     if xp is not None and y_test.dtype.kind in "biuf":
         y_test = to_device(y_test, xp, device)
-    premapped = None if feature_map is None else (feature_map, features_train)
     return FoldRows(
-        X_train, y[train], sw_train, premapped,
-        X_test, y_test, y_encoded[test], sw_test, features_test,
+        X_train, y[train], sw_train, None,
+        X_test, y_test, y_encoded[test], sw_test, None,
     )  # fmt: skip
+
+
+def map_fold(estimator, rows):
+    """Map a cut fold's rows once (``estimator._fold_features``)."""
+    xp, device = input_namespace(rows.X_train) or (None, None)
+    feature_map, features_train, features_test = estimator._fold_features(
+        rows.X_train, rows.sw_train, rows.X_test, xp, device
+    )
+    premapped = None if feature_map is None else (feature_map, features_train)
+    return rows._replace(premapped=premapped, features_test=features_test)
 
 
 def full_class_logits(logits, estimator_classes, classes, xp=None):
@@ -139,47 +155,70 @@ def point_label(point):
     return "".join(f", {k}={v}" for k, v in point.items())
 
 
-def fit_fold(estimator, data, train, test, grid, label, scored):
-    """Map one fold once, then walk the path of every inner grid point on it.
+def fit_fold(estimator, data, train, test, grid, label, scored, job_point=None):
+    """Cut one fold, then per map point map it once and walk every path on it.
 
-    ``data`` is the search's ``(X, y, y_encoded, sample_weight)``. Each path
-    is warm-started over ascending ``grid.path_values``;
-    ``grid.scorer`` scores a fitted point from its held-out logits (or the raw
-    held-out rows, for a user's scoring). ``scored=False`` (a test fold of
-    zero weight) leaves the scores NaN.
+    ``data`` is the search's ``(X, y, y_encoded, sample_weight)``;
+    ``job_point`` the job's settings fixed before the map (the kernel
+    search's ``metric``, learned here by ``grid.prepare`` from the fold's
+    training rows only). For each of ``grid.map_points`` the rows are mapped
+    once; on them every head (loss) walks, for each inner point (``m``), its
+    path warm-started over ascending values; ``grid.scorer`` scores a fitted
+    point from its held-out logits (or the raw held-out rows, for a user's
+    scoring). ``scored=False`` (a test fold of zero weight) leaves the scores
+    NaN.
 
     Returns
     -------
     list of PathPoint
-        The inner points in order, each along its path.
+        In the grid's order: map point, head, inner point, path value.
     """
-    rows = fold_rows(estimator, *data, train, test)
+    job_point = job_point or {}
+    rows = cut_fold(*data, train, test)
+    map_params, attach = (lambda point: point), None
+    if grid.prepare is not None:
+        rows, map_params, attach = grid.prepare(job_point, rows)
     points = []
-    for inner in grid.inner_points:
-        path = clone(estimator).set_params(**inner, warm_start=True)
-        for value in grid.path_values:
-            start = time.perf_counter()
-            path.set_params(**{grid.path_name: value})
-            # The FeatureScaleWarning is left to the final refit on all the
-            # rows, once, not once per fold and grid point.
-            path._fit(
-                rows.X_train, rows.y_train, rows.sw_train,
-                premapped=rows.premapped, check_scale=False,
-            )  # fmt: skip
-            fit_time = time.perf_counter() - start
-            logits = full_class_logits(
-                held_out_logits(path, rows.features_test), path.classes_, grid.classes
+    for map_point in grid.map_points:
+        mapper = clone(estimator).set_params(**map_params(map_point))
+        mapped = map_fold(mapper, rows)
+        for head in grid.heads:
+            for inner in head.inner_points:
+                where = f"{label}{point_label({**job_point, **map_point, **inner})}"
+                points += _walk_path(mapper, inner, head, mapped, grid, where, scored)
+                if attach is not None and grid.keep_models:
+                    for point in points[-len(head.path_values) :]:
+                        attach(point.model)
+    return points
+
+
+def _walk_path(estimator, inner, head, rows, grid, label, scored):
+    """Fit one warm-started path on a fold's mapped rows: its PathPoints."""
+    path = clone(estimator).set_params(**inner, warm_start=True)
+    points = []
+    for value in head.path_values:
+        start = time.perf_counter()
+        path.set_params(**{head.path_name: value})
+        # The FeatureScaleWarning is left to the final refit on all the
+        # rows, once, not once per fold and grid point.
+        path._fit(
+            rows.X_train, rows.y_train, rows.sw_train,
+            premapped=rows.premapped, check_scale=False,
+        )  # fmt: skip
+        fit_time = time.perf_counter() - start
+        logits = full_class_logits(
+            held_out_logits(path, rows.features_test), path.classes_, grid.classes
+        )
+        score = grid.scorer(path, rows, logits) if scored else np.nan
+        if grid.verbose:
+            print(
+                f"[{label}] {head.path_name}={value:.4g}: score={score:.4f}, "
+                f"n_iter={path.n_iter_}, {fit_time:.2f}s"
             )
-            score = grid.scorer(path, rows, logits) if scored else np.nan
-            if grid.verbose:
-                print(
-                    f"[{label}{point_label(inner)}] {grid.path_name}={value:.4g}: "
-                    f"score={score:.4f}, n_iter={path.n_iter_}, {fit_time:.2f}s"
-                )
-            model = None
-            if grid.keep_models:
-                model = copy.deepcopy(path).set_params(warm_start=False)
-            points.append(PathPoint(score, path.n_iter_, fit_time, logits, model))
+        model = None
+        if grid.keep_models:
+            model = copy.deepcopy(path).set_params(warm_start=False)
+        points.append(PathPoint(score, path.n_iter_, fit_time, logits, model))
     return points
 
 

@@ -25,7 +25,7 @@ def _accepts(check):
     return valid
 
 
-def warn_grid_edges(name, chosen, grids, margin, path_name):
+def warn_grid_edges(name, chosen, grids, margin, path_name, formats=None):
     """Warn with :class:`GridEdgeWarning` for each chosen value on a grid's edge.
 
     Parameters
@@ -41,23 +41,30 @@ def warn_grid_edges(name, chosen, grids, margin, path_name):
         bound of the domain (``m = 0``) from an edge of the searched values.
     path_name : str
         The axis fitted as a warm-started path (called a path, not a grid).
+    formats : dict of str to callable, default=None
+        How to write an axis's values in the message (the kernel search's
+        multiples of "scale": ``"2*scale"``); others as numbers.
     """
+    formats = formats or {}
     valid = {"m": _accepts(margin.check_m), "s": _accepts(margin.check_s)}
     for edge in grid_edges(chosen, grids, valid):
         param = _GRID_PARAMS.get(edge.key, f"{edge.key}s")
         kind = "path" if edge.key == path_name else "grid"
         side = "largest" if edge.upward else "smallest"
         direction = "upward" if edge.upward else "downward"
+        write = formats.get(edge.key, lambda v: f"{v:.4g}")
+        listed = formats.get(edge.key, lambda v: float(f"{v:.4g}"))
         widened = (
-            f"{param}={[float(f'{v:.4g}') for v in edge.widened]}"
+            f"{param}={[listed(v) for v in edge.widened]}"
             if edge.widened
             else f"{param}=[...]"
         )
         warnings.warn(
-            f"{name} chose {edge.key}={edge.value:.4g}, the {side} value of its "
-            f"{edge.key} {kind} [{edge.low:.4g}, {edge.high:.4g}]: the best "
+            f"{name} chose {edge.key}={write(edge.value)}, the {side} value of "
+            f"its {edge.key} {kind} [{write(edge.low)}, {write(edge.high)}]: the "
+            f"best "
             f"{edge.key} may lie beyond it. Widen the {kind} {direction}, e.g. "
             f"{widened}.",
             GridEdgeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
