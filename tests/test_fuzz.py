@@ -286,6 +286,28 @@ def test_defect_d5_softmax_raw_logits_of_huge_float32_rows():
     assert check_case("MarginSoftmaxClassifier", params, spec) != "failure"
 
 
+def test_defect_d7_softmax_scale_times_raw_logits_of_huge_float32_rows():
+    # Found by `python benchmarks/fuzz.py --examples 10000 --seed 70000` (round 4,
+    # third session; also on 3648b61): the raw logits of float32 rows of 1e20 were
+    # finite but near the dtype's top, and the scale t > 1 overflowed them in
+    # the pointwise layer (a RuntimeWarning reached the user).
+    from fuzz_cases import check_case
+
+    spec = {
+        "seed": 41705, "counts": [1, 3, 1, 1, 1], "n_features": 4,
+        "dtype": "float32", "sparse": False, "magnitude": 1e20, "integer": False,
+        "constant_columns": 0, "zero_rows": 0, "duplicates": 0,
+        "string_labels": "float", "outlier": True, "separation": 0.0,
+        "weights": "with-zeros",
+    }  # fmt: skip
+    params = {
+        "loss": "softmax", "m": 0.0, "s": 100.0, "t": 1.1, "C": 1.0,
+        "fit_intercept": False, "constant_feature": 1.0, "max_iter": 50,
+        "warm_start": False, "random_state": 534,
+    }  # fmt: skip
+    assert check_case("MarginSoftmaxClassifier", params, spec) == "converged"
+
+
 @pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
 def test_defect_d6_collapse_hint_on_array_api_rows(namespace):
     # Found by `python benchmarks/fuzz.py --array-api --examples 150 --seed 21`

@@ -278,6 +278,22 @@ class LinearMarginObjective(ObjectiveBase):
         with np.errstate(over="ignore", invalid="ignore"):
             return self.margin.logit_scale(self.s, norms, w_norm)
 
+    def _largest_logit(self, cos, w_norm):
+        """Bound on the logits' size: the largest scale (times the largest raw logit).
+
+        Cosines are bounded by 1, so the scale alone decides; the raw logits of
+        the softmax family are not: float32 rows of 1e20 give finite raw logits
+        near the dtype's top that the scale ``t`` then overflows (found by the
+        fuzzer).
+        """
+        largest = self._largest_scale(w_norm)
+        if self.margin.uses_angle:
+            return largest
+        xp = self.xp or np
+        with np.errstate(over="ignore", invalid="ignore"):
+            top = float(xp.max(xp.abs(cos)))
+            return np.max(np.abs(np.asarray(largest, dtype=np.float64))) * top
+
     def _forward(self, params):
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
         coef, _ = self.unpack(params)
@@ -300,7 +316,7 @@ class LinearMarginObjective(ObjectiveBase):
                 cos = times_transposed(self._widened(self.X), coef, self.wide)
         norms = self.norms
         if self.dtype != np.float64 and not _scale_fits(
-            self._largest_scale(w_norm), self.dtype
+            self._largest_logit(cos, w_norm), self.dtype
         ):
             # A line-search trial far out (L-Softmax's |x||w|, huge |w|, float32
             # rows of 1e20), or an s beyond float32 on tiny rows (A-Softmax's
