@@ -1,12 +1,12 @@
-"""The public cross-validated estimators: their signatures, grids and docs.
+"""The public cross-validated estimators: their signatures and docs.
 
 Each class declares its ``__init__`` (scikit-learn reads the parameters from
 the signature; :func:`~sklmargin.model_selection._cv_base.store_params`
 stores them verbatim) and its estimator class. Every parameter it shares with
 that estimator is validated by the estimator's own constraints and passed on
 (:meth:`_BaseMarginSoftmaxCV._shared_params`). The parameter descriptions the
-two classes share are written once (``_SHARED_PARAMS_DOC``,
-``_RUN_PARAMS_DOC``, ``_ATTRIBUTES_DOC``). The kernel search adds the
+two classes share are written once (:mod:`._cv_docs`); the grids' default
+values and checks are in :mod:`._cv_grid`. The kernel search adds the
 ``metric`` axis (learned per fold, :meth:`_prepare_fold`), the ``gamma`` axis
 (mapped once per fold and metric), optionally the ``loss`` axis, and its own
 default ``s`` and ``C`` paths. The search itself is
@@ -30,122 +30,19 @@ from ..features._gamma import scale_gamma
 from ..features._input_transform import apply_input_transform
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES
-from ._cv_base import (
-    _BaseMarginSoftmaxCV,
-    _check_positive,
+from ._cv_base import _BaseMarginSoftmaxCV, store_params
+from ._cv_docs import KERNEL_PARAMS_DOC, SHARED_PARAMS_DOC, fill_docs
+from ._cv_grid import (
+    _DEFAULT_GAMMAS,
+    _KERNEL_CS,
+    _S_FACTORS,
+    _check_gamma,
+    _resolve_gamma,
+    _scale_factor,
     _valid_values,
-    store_params,
+    _write_factor,
 )
 from ._edges import warn_grid_edges
-
-_SHARED_PARAMS_DOC = """\
-    ss : array-like of float, default=None
-        The path over the logit scale ``s``, fitted in ascending order with warm
-        starts. None means 10 geometric steps over the loss's registry grid
-        widened by 2/3 and 8/3 (AM-Softmax and ArcFace: 10 to 160; the kernel
-        estimator: its default ``s`` times 1/2, 1, 2 and 4, i.e. 50 to 400). Values
-        outside the loss's domain are skipped with a warning. Must be None for
-        the losses tuned along ``C``.
-    ms : array-like of float, default=None
-        Margins; each gets its own path. None means the loss's default margin
-        only (0.05 for AM-Softmax and ArcFace, 1.5 for L-Softmax, 2 for
-        A-Softmax, none for softmax and NormFace; the scale matters most; the
-        registry's grid,
-        ``get_margin(loss).search_grid["m"]``, crosses three). Values outside
-        the loss's domain (e.g. a
-        margin for NormFace, ``m < 1`` for L-Softmax) are *skipped* with a
-        ``UserWarning`` naming them, so one grid can be crossed with every
-        loss; a grid with no valid value raises the loss's ValueError.
-    Cs : array-like of float, default=None
-        The path over the inverse L2 strength ``C`` of the penalised losses
-        (``"softmax"``, ``"l-softmax"``), which have no useful ``s``; None
-        means 10 geometric steps over the registry's range. Must be None for
-        the other losses.
-    cv : int, cross-validation generator or iterable, default=5
-        As in :class:`~sklearn.linear_model.LogisticRegressionCV`: an int is a
-        :class:`~sklearn.model_selection.StratifiedKFold` without shuffling.
-    scoring : str or callable, default=None
-        Selection criterion on the held-out folds; None is (sample-weighted)
-        accuracy.
-    calibrate : bool, default=True
-        Fit the temperature ``T`` on the out-of-fold logits at the chosen
-        point; False keeps ``T = 1``.
-"""
-
-_KERNEL_PARAMS_DOC = _SHARED_PARAMS_DOC.replace(
-    """default=5
-        As in""",
-    """default=3
-        Three folds, as the tuned-SVC protocol of the benchmarks: each fold is
-        mapped once per (metric, ``gamma``) and five folds cost about twice
-        as much. As
-        in""",
-)
-
-_RUN_PARAMS_DOC = """\
-    n_jobs : int, default=None
-        Parallel jobs over (fold, grid row) pairs (joblib); results do not
-        depend on it.
-    refit : bool, default=True
-        Refit on all the data at the best mean score (the linear estimator
-        along the same warm path up to the chosen ``s``, the kernel estimator
-        cold at the chosen point). If False, as in ``LogisticRegressionCV``: each
-        fold's own best model is kept, predictions average their logits, and
-        ``s_``/``m_`` are the averages of the folds' best values.
-    random_state : int, RandomState instance or None, default=None
-        Passed to the inner estimator (it does not shuffle the folds).
-    verbose : int, default=0
-        One line per fold and grid point (score, iterations, time).
-"""
-
-_ATTRIBUTES_DOC = """\
-    classes_ : ndarray of shape (n_classes,)
-    s_, m_ : float
-        The chosen scale and margin (``s_`` is None for the losses tuned along
-        ``C``, which then have ``C_``).
-    temperature_ : float
-        The calibration temperature ``T`` (1.0 when ``calibrate=False``).
-    scores_ : ndarray
-        Held-out score of every fold and grid point, of shape
-        ``(n_folds, *grid_shape, n_path)`` (see ``cv_results_["params"]`` for
-        the order). The kernel search's ``grid_shape`` is ``(n_metrics,
-        n_gammas, n_ms)``, without the metric axis when ``metric`` is a single
-        value. When ``loss`` is a list (kernel search): a dict keyed by loss
-        of such arrays, each over its own ``ms`` and path, as
-        :class:`~sklearn.linear_model.LogisticRegressionCV` keys its
-        ``scores_`` by class.
-    n_iter_ : ndarray of int, same shape as ``scores_``
-        L-BFGS iterations of each warm-started fit; when ``loss`` is a list,
-        one array of shape ``(n_folds, n_points)`` in the order of
-        ``cv_results_["params"]``. Both are in ``X``'s
-        namespace and on its device after a fit on array API inputs
-        (:ref:`array_api`).
-    cv_results_ : dict of ndarray
-        As :class:`~sklearn.model_selection.GridSearchCV`'s: ``params``,
-        ``param_<name>``, ``split<k>_test_score``, ``mean_test_score``,
-        ``std_test_score``, ``rank_test_score``, ``mean_fit_time`` and
-        ``mean_n_iter``, one entry per grid point. The kernel search adds
-        ``param_metric`` (and ``param_loss`` for a list of losses; a point of
-        a loss tuned along ``C`` has ``param_s`` masked, and the reverse).
-    best_index_ : int or None
-        Index of the chosen point in ``cv_results_`` (None if ``refit=False``).
-    estimator_ : estimator or None
-        The model refit on all the data (None if ``refit=False``).
-    estimators_ : list of estimators or None
-        Each fold's best model (None if ``refit=True``).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-"""
-
-
-def _fill_docs(cls, params_doc):
-    """Write the descriptions the two searches share into ``cls.__doc__``."""
-    for key, text in (
-        ("SHARED_PARAMETERS", params_doc),
-        ("RUN_PARAMETERS", _RUN_PARAMS_DOC),
-        ("SEARCH_ATTRIBUTES", _ATTRIBUTES_DOC),
-    ):
-        cls.__doc__ = cls.__doc__.replace(f"    {key}\n", text)
 
 
 class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
@@ -283,7 +180,7 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         return tol if self.path_tol is None else max(tol, float(self.path_tol))
 
 
-_fill_docs(MarginSoftmaxClassifierCV, _SHARED_PARAMS_DOC)
+fill_docs(MarginSoftmaxClassifierCV, SHARED_PARAMS_DOC)
 
 
 class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
@@ -593,52 +490,4 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         return {"metric": metrics, "gamma": gammas}
 
 
-_fill_docs(KernelMarginSoftmaxClassifierCV, _KERNEL_PARAMS_DOC)
-
-
-#: Default kernel width grid, multiples of gamma="scale" (see ``gammas``).
-_GAMMA_FACTORS = (0.5, 1.0, 2.0)
-#: Default s path of the kernel search, multiples of the loss's kernel default s.
-_S_FACTORS = (0.5, 1.0, 2.0, 4.0)
-#: Default C path of the kernel search's penalised losses (plain softmax).
-_KERNEL_CS = (1.0, 10.0, 100.0)
-
-
-def _write_factor(factor):
-    """Write a multiple of "scale" as ``gammas`` takes it: "scale", "2*scale"."""
-    return "scale" if factor == 1.0 else f"{float(factor):g}*scale"
-
-
-_DEFAULT_GAMMAS = tuple(_write_factor(f) for f in _GAMMA_FACTORS)
-
-
-def _scale_factor(gamma):
-    """Return the factor of a "scale" multiple ("scale": 1.0), None for a width."""
-    if not isinstance(gamma, str):
-        return None
-    if gamma == "scale":
-        return 1.0
-    factor, _, tail = gamma.partition("*")
-    if tail.strip() != "scale":
-        raise ValueError(gamma)
-    return _check_positive(factor, "gamma factor")
-
-
-def _resolve_gamma(gamma, scale):
-    """Return the RBF width of a ``gammas`` entry (a multiple of ``scale``)."""
-    factor = _scale_factor(gamma)
-    return float(gamma) if factor is None else float(factor * scale)
-
-
-def _check_gamma(gamma):
-    """Return a valid ``gammas`` entry: "scale", "<factor>*scale" or a float."""
-    try:
-        if isinstance(gamma, str):
-            factor = _scale_factor(gamma)
-            return _write_factor(factor)
-        return _check_positive(gamma, "gamma")
-    except (TypeError, ValueError):
-        raise ValueError(
-            'gammas must hold "scale", "<factor>*scale" (e.g. "2*scale") or '
-            f"finite positive floats (RBF widths); got gamma={gamma!r}."
-        ) from None
+fill_docs(KernelMarginSoftmaxClassifierCV, KERNEL_PARAMS_DOC)

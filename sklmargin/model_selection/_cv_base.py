@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -48,6 +47,13 @@ from ..estimators._base import validate_training_data
 from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature
+from ._cv_grid import (
+    _check_positive,
+    _ok,
+    _valid_values,
+    default_margins,
+    default_path,
+)
 from ._cv_path import (
     Head,
     PathGrid,
@@ -57,106 +63,6 @@ from ._cv_path import (
 )
 from ._cv_results import cv_results, first_best, on_device, searched, shaped
 from ._edges import warn_grid_edges
-
-#: Length of the default path over ``s`` (or ``C``): as many points as
-#: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
-_PATH_LENGTH = 10
-#: The default s path spans the registry's s grid widened by these factors:
-#: tuned picks sat at the grid's upper edge (s=60 for AM-Softmax) and vowel's
-#: CV accuracy still rose at s=120 (benchmarks/cv_vs_logregcv.py).
-_S_PATH_WIDEN = (2.0 / 3.0, 8.0 / 3.0)
-
-
-def default_path(margin):
-    """Default ``(name, values)`` of the regularisation path of a loss.
-
-    Losses with an L2 penalty (softmax, L-Softmax) follow ``C`` over the
-    registry's range; the others follow ``s`` over the registry's range widened
-    by ``_S_PATH_WIDEN``, in ``_PATH_LENGTH`` geometric steps.
-
-    Examples
-    --------
-    >>> from sklmargin.losses import get_margin
-    >>> name, values = default_path(get_margin("am-softmax"))
-    >>> name, round(values[0], 6), round(values[-1], 6), len(values)
-    ('s', 10.0, 160.0, 10)
-    """
-    if margin.penalized:
-        grid = margin.search_grid["C"]
-        return "C", tuple(
-            float(v) for v in np.geomspace(min(grid), max(grid), _PATH_LENGTH)
-        )
-    grid = margin.search_grid.get("s", (margin.default_s,))
-    lo, hi = min(grid) * _S_PATH_WIDEN[0], max(grid) * _S_PATH_WIDEN[1]
-    return "s", tuple(float(v) for v in np.geomspace(lo, hi, _PATH_LENGTH))
-
-
-def default_margins(margin):
-    """Default ``ms``: the loss's own default margin only.
-
-    The scale decides accuracy most; crossing the registry's three margins
-    (0, 0.05, 0.1) with the s path triples the cost for at most 0.2 points of
-    CV accuracy on 7 of 8 datasets (vowel: 1.5), measured by
-    benchmarks/cv_vs_logregcv.py. Pass ``ms=margin.search_grid["m"]`` for the
-    crossed grid.
-
-    Examples
-    --------
-    >>> from sklmargin.losses import get_margin
-    >>> default_margins(get_margin("arcface"))
-    (0.05,)
-    """
-    return (float(margin.default_m),)
-
-
-def _valid_values(values, check, name, loss, sort=True, domain=None):
-    """Keep the grid values that ``check`` accepts; warn about the others.
-
-    Numeric grids come back sorted and without duplicates (paths must ascend);
-    ``sort=False`` keeps the given order (a gamma grid may mix "scale" and
-    numbers). ``domain`` says what the values must be when it is not the
-    loss's domain (the warning names it).
-    """
-    kept, skipped = [], []
-    for value in values:
-        try:
-            kept.append(check(value))
-        except (TypeError, ValueError):
-            skipped.append(value)
-    if not kept:
-        # Nothing to fit: let the loss explain its domain on the first value.
-        if len(values):
-            check(values[0])
-        raise ValueError(f"The {name} grid of loss={loss!r} is empty.")
-    if skipped:
-        where = domain or f"the domain of loss={loss!r}"
-        warnings.warn(
-            f"Skipping {name}={skipped} outside {where}; searching {name}={kept}.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if sort:
-        return tuple(sorted(set(kept)))
-    return tuple(dict.fromkeys(kept))
-
-
-def _ok(margin, m):
-    """Whether ``m`` lies in the margin domain of ``margin``'s loss."""
-    try:
-        margin.check_m(m)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _check_positive(value, name="C"):
-    """Return ``value`` as a float if it is finite and positive (a C or gamma)."""
-    number = float(value)
-    if not (np.isfinite(number) and number > 0):
-        raise ValueError(
-            f"{name} must be a finite positive number; got {name}={value!r}."
-        )
-    return number
 
 
 class _BaseMarginSoftmaxCV(
