@@ -342,18 +342,16 @@ def fit_continuation(
             n_iter += result.n_iter
             _report(verbose, lam, "plain", result)
     if stateful:
+        # Stateful margins run plain (sphere_scaling returns None for them).
         params, rounds_result = state_rounds(
-            objective, params, max_iter, tol, max_state_rounds, verbose,
-            lam=lambdas[-1], scaled=scaled,
-        )  # fmt: skip
+            objective, params, max_iter, tol, max_state_rounds, verbose, lam=lambdas[-1]
+        )
         n_iter += rounds_result.n_iter
         result = rounds_result
     return replace(result, params=params, n_iter=n_iter)
 
 
-def state_rounds(
-    objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0, scaled=None
-):
+def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0):
     """Run the rounds of a stateful margin, never ending above the start.
 
     Round ``r`` solves the smooth problem with the state fixed at the state of
@@ -367,9 +365,6 @@ def state_rounds(
     after ``max_rounds``. The result is the best point seen, the start
     included: a fit (or a warm refit) never returns a model worse, on its own
     objective, than the one it started from.
-
-    ``scaled`` holds :func:`lbfgs`'s ``scale`` and ``layout`` for a
-    sphere-scaled run (empty or None: plain).
 
     Returns
     -------
@@ -389,7 +384,6 @@ def state_rounds(
             tol=tol,
             stationarity=objective.stationarity,
             verbose=verbose,
-            **(scaled or {}),
         )
         n_iter += result.n_iter
         _report(verbose, lam, f"state round {sv_round}", result)
