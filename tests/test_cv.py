@@ -513,10 +513,7 @@ def test_refit_walks_the_warm_path_to_the_chosen_s(path_tol):
     walked = MarginSoftmaxClassifier(m=0.05, warm_start=True)
     steps = ss[: ss.index(clf.s_) + 1]
     for s in steps:
-        last = s == steps[-1]
-        walked.set_params(s=s, tol=1e-4 if last else step_tol)
-        # Steps at a looser tolerance only select: plain L-BFGS, not scaled.
-        walked._fit(X, y, sphere=last or step_tol == 1e-4)
+        walked.set_params(s=s, tol=1e-4 if s == steps[-1] else step_tol).fit(X, y)
     np.testing.assert_allclose(clf.estimator_.coef_, walked.coef_, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(
         clf.estimator_.intercept_, walked.intercept_, rtol=1e-7, atol=1e-9
@@ -525,32 +522,6 @@ def test_refit_walks_the_warm_path_to_the_chosen_s(path_tol):
     assert clf.estimator_.tol == 1e-4
     # Past the first point, so the walk has more than one step to get right.
     assert clf.s_ > ss[0]
-
-
-@pytest.mark.parametrize("path_tol", [None, 1e-3])
-def test_fold_paths_that_only_select_run_plain_lbfgs(path_tol):
-    # With refit and a looser path_tol the folds' fits only select: they walk
-    # the path with plain L-BFGS at path_tol; otherwise sphere-scaled at tol.
-    X, y = make_classification(
-        n_samples=240, n_features=8, n_informative=6, n_classes=3, random_state=2
-    )
-    X = StandardScaler().fit_transform(X)
-    train, test = np.arange(160), np.arange(160, 240)
-    ss = [4.0, 16.0, 64.0]
-    clf = MarginSoftmaxClassifierCV(
-        ss=ss, ms=[0.05], cv=[(train, test)], path_tol=path_tol
-    ).fit(X, y)
-    loose = path_tol is not None
-    walked = MarginSoftmaxClassifier(
-        m=0.05, warm_start=True, tol=1e-3 if loose else 1e-4
-    )
-    n_iter = []
-    for s in ss:
-        walked.set_params(s=s)._fit(X[train], y[train], sphere=not loose)
-        n_iter.append(walked.n_iter_)
-    np.testing.assert_array_equal(clf.n_iter_[0, 0], n_iter)
-    # The last point's model scores as the search recorded it.
-    assert clf.scores_[0, 0, -1] == pytest.approx(walked.score(X[test], y[test]))
 
 
 @pytest.mark.parametrize("loss", ["am-softmax", "softmax", "l-softmax"])

@@ -279,20 +279,14 @@ class BaseMarginSoftmax(
         return self._fit(X, y, sample_weight)
 
     @fit_context(prefer_skip_nested_validation=True)
-    def _fit(
-        self, X, y, sample_weight=None, *, premapped=None, check_scale=True, sphere=True
-    ):
-        """:meth:`fit`, with the CV search's three private arguments.
+    def _fit(self, X, y, sample_weight=None, *, premapped=None, check_scale=True):
+        """:meth:`fit`, with the CV search's two private arguments.
 
         ``premapped`` is a CV fold's ``(feature_map, mapped rows)``
         (:meth:`_fold_features`): the fit uses them as they are, learns no
         input transform and leaves the rows unchanged for the next grid
         point. ``check_scale=False`` skips the FeatureScaleWarning (the
         search warns once, at its final refit, not per fold and grid point).
-        ``sphere=False`` runs plain L-BFGS where the fit would run
-        sphere-scaled (:meth:`_solve`): the search's fits that only select,
-        at its looser path tolerance, where the scaled run's stricter stop
-        buys precision no selection uses.
         """
         if is_dask(X):  # by passes over its chunks; Dask imported only here
             from ..integrations.dask._estimators import fit_dask
@@ -358,7 +352,6 @@ class BaseMarginSoftmax(
             np.bincount(y_encoded, sample_weight, minlength=len(classes)),
             lambda: weighted_class_sums(rows.X, y_rows, sample_weight, len(classes)),
             softmax_problem,
-            sphere=sphere,
         )
         if xp is not None:
             move_fitted_to_device(self, xp, device)
@@ -387,17 +380,13 @@ class BaseMarginSoftmax(
         sums = class_sums() if margin.start == "class-means" else None
         return start_params(objective, class_totals, sums, self.random_state), 0
 
-    def _solve(
-        self, objective, lambda_min, class_totals, class_sums, softmax_problem,
-        sphere=True,
-    ):  # fmt: skip
+    def _solve(self, objective, lambda_min, class_totals, class_sums, softmax_problem):
         """Solve from a warm or cold start and store the solution (every path).
 
         ``objective`` is a :class:`~sklmargin.objective.MarginObjective`: the
         loss and its resolved ``m`` and ``s`` are read from it. The other
-        arguments feed :meth:`_cold_start`. ``sphere=False`` runs plain
-        L-BFGS (see :meth:`_fit`). Its evaluation count (and, on a device,
-        its transfer time) are kept in ``_fit_stats``.
+        arguments feed :meth:`_cold_start`. Its evaluation count (and, on a
+        device, its transfer time) are kept in ``_fit_stats``.
         """
         margin, s = objective.margin, objective.s
         x0 = warm_start_params(self, objective)
@@ -425,7 +414,7 @@ class BaseMarginSoftmax(
             # Linear model: sphere-scaled runs (fits decided by the data, not
             # by round-off: benchmarks/results_label_stability.md, section 8).
             # The kernel model's fits measured no steadier for it, and slower.
-            sphere=sphere and not self._unit_norm_features,
+            sphere=not self._unit_norm_features,
         )
         if not np.all(np.isfinite(result.params)):
             raise FloatingPointError(

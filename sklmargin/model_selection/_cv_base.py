@@ -411,7 +411,7 @@ class _BaseMarginSoftmaxCV(
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
             not self.refit, self.verbose,  # refit=False keeps each fold's best
-            self._fold_preparer(), self._selects_loosely(),
+            self._fold_preparer(),
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's
@@ -434,20 +434,6 @@ class _BaseMarginSoftmaxCV(
         flat = [point for job in done for point in job]
         n_grid = len(grid_points)
         return grid_points, [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
-
-    def _selects_loosely(self):
-        """Whether the folds' fits only select, at a looser tolerance.
-
-        Then they, and the refit's steps before the chosen point, run plain
-        L-BFGS: the sphere-scaled run (:func:`~sklmargin.solver.sphere_scaling`)
-        stops the final model where round-off no longer moves its labels, a
-        precision the looser path tolerance gives up anyway. On the CLIP
-        UCF101 probe the scaled path took 129 L-BFGS iterations against 87
-        (``benchmarks/results_embeddings.md``, "Round 5, after the
-        sphere-scaled solver").
-        """
-        base_tol = self._base_estimator().tol
-        return bool(self.refit) and self._path_tol(base_tol) > base_tol
 
     def _fold_preparer(self):
         """``grid.prepare`` of the jobs (:class:`PathGrid`): none here."""
@@ -485,12 +471,8 @@ class _BaseMarginSoftmaxCV(
                 estimator.set_params(**{path_name: value})
             # The steps before the chosen point only carry the warm start.
             estimator.set_params(tol=start.tol if last else self._path_tol(start.tol))
-            # The FeatureScaleWarning once, at the chosen point, not per step;
-            # the steps before it run as the folds' selecting fits did.
-            estimator._fit(
-                X, y, sample_weight, check_scale=last,
-                sphere=last or not self._selects_loosely(),
-            )  # fmt: skip
+            # The FeatureScaleWarning once, at the chosen point, not per step.
+            estimator._fit(X, y, sample_weight, check_scale=last)
         return estimator.set_params(warm_start=False)
 
     # -- prediction (the public methods: MarginPredictMixin) ------------------

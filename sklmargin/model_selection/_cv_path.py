@@ -49,9 +49,6 @@ class PathGrid(NamedTuple):
     # prepare(job_point, rows, namespace) -> (rows, map_params, attach): the
     # kernel search's per-fold input metric (None: the rows as they are).
     prepare: Callable | None = None
-    # The path's fits only select, at a looser tolerance than the model's:
-    # they run plain L-BFGS, not sphere-scaled (BaseMarginSoftmax._fit).
-    select_only: bool = False
 
 
 class Head(NamedTuple):
@@ -207,7 +204,6 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
         path._fit(
             rows.X_train, rows.y_train, rows.sw_train,
             premapped=rows.premapped, check_scale=False,
-            sphere=not grid.select_only,
         )  # fmt: skip
         fit_time = time.perf_counter() - start
         logits = full_class_logits(
