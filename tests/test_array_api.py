@@ -51,10 +51,15 @@ def _namespace(name):
         return xp, xp.Device("CPU_DEVICE")
     torch = pytest.importorskip("torch", reason="torch is not installed")
     torch.set_num_threads(1)  # as the suite's single-threaded BLAS
+    if name == "torch_cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("no CUDA device visible to torch")
+        return torch, "cuda"
     return torch, "cpu"
 
 
-NAMESPACES = ["array_api_strict", "torch"]
+# torch_cuda runs where a GPU is visible (skipped elsewhere, CI included).
+NAMESPACES = ["array_api_strict", "torch", "torch_cuda"]
 
 
 @pytest.fixture(scope="module")
@@ -362,8 +367,9 @@ def test_cv_search_equals_the_numpy_search(data, namespace, weighted, search):
     # perturbed by 2 ulp (ORF, weighted, refit=False); the linear ones by 1e-13.
     # "scale" is resolved on each fold's rows, on the device in its summation
     # order: the fold models' widths differ by round-off, and the ORF
-    # refit=False search (three fold models) by 1.2e-7 on array-api-strict.
-    bound = 3e-7 if kernel else 1e-10
+    # refit=False search (three fold models) by 1.2e-7 on array-api-strict,
+    # 4.5e-7 on cuda (an H200, torch 2.11: its reductions sum in other orders).
+    bound = (1e-6 if device == "cuda" else 3e-7) if kernel else 1e-10
     assert np.max(np.abs(proba - reference.predict_proba(X))) <= bound
     np.testing.assert_array_equal(to_numpy(outputs["predict"]), reference.predict(X))
     decision = reference.decision_function(X)

@@ -66,7 +66,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore"),
 ]
 
-NAMESPACES = ("array-api-strict", "torch cpu")
+# "torch cuda" runs where a GPU is visible (skipped elsewhere, CI included).
+NAMESPACES = ("array-api-strict", "torch cpu", "torch cuda")
 #: Seeds of the 2-ulp perturbations; the first one is the printed table's.
 PERTURBATION_SEEDS = (1, 2, 3)
 #: A namespace fit may differ by FACTOR times the NumPy fit's own sensitivity
@@ -179,6 +180,10 @@ def _converter(namespace):
         return xp.asarray
     torch = pytest.importorskip("torch", reason="torch is not installed")
     torch.set_num_threads(1)
+    if namespace == "torch cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("no CUDA device visible to torch")
+        return functools.partial(torch.asarray, device="cuda")
     return torch.asarray
 
 
