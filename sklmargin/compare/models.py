@@ -331,8 +331,8 @@ def _our_specs() -> list[ModelSpec]:
     kernel = [
         ModelSpec(
             f"kernel:{margin.name}",
-            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): its defaults '
-            "(Nystroem, learned metric, gamma='auto'), --n-components wide",
+            # at its defaults: Nystroem, learned metric, gamma="auto"
+            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): its defaults',
             functools.partial(_build_kernel, margin.name),
             kernel_grid(margin.search_grid),
             ours=True,
