@@ -118,7 +118,9 @@ def relative_gamma_base(
     sees on the training split: the output of the pipeline's steps before the
     model (imputer, scaler), fitted on ``X``; for a kernel model with a
     learned metric, those rows after its metric, learned as its fit learns it
-    (same rows, same seed: the "scale" its ``gamma="auto"`` doubles).
+    (same rows, same seed: the "scale" its ``gamma="auto"`` doubles). The
+    model is taken as built: a ``--grid`` over ``metric`` keeps the base of
+    the default metric.
 
     Parameters
     ----------
