@@ -79,6 +79,10 @@ def main(argv=None):
         )
 
     settings = metadata["settings"]
+    widths = metadata.get("n_components") or {}  # per data set, "auto" resolved
+    width = str(settings["n_components"])
+    if widths and settings["n_components"] == "auto":
+        width += " (" + ", ".join(f"{name} {n}" for name, n in widths.items()) + ")"
     out = [
         f"- date: {args.date}",
         f"- machine: {args.machine}, {settings['threads']} BLAS thread(s)",
@@ -87,7 +91,7 @@ def main(argv=None):
         f"- versions: Python {env['python']}, NumPy {env['numpy']}, "
         f"SciPy {env['scipy']}, scikit-learn {env['scikit-learn']}",
         f"- settings: tol={settings['tol']}, max_iter={settings['max_iter']}, "
-        f"n_components={settings['n_components']}, "
+        f"n_components={width}, "
         f"random_state={settings['random_state']}, "
         f"tuning {'on' if settings['tune'] else 'off'}, "
         f"{settings['repeats']} timing run(s)",

@@ -37,6 +37,7 @@ from sklmargin.compare import (
 )
 from sklmargin.compare import models as compare_models
 from sklmargin.compare import protocol as compare_protocol
+from sklmargin.compare import rbf as compare_rbf
 
 # Fast and steady: one thread, tiny random-feature width, no progress lines.
 FAST = ["--threads", "1", "--n-components", "20", "-q"]
@@ -410,9 +411,8 @@ def test_our_kernel_estimator_runs(npz_dir, tmp_path):
     for loss in losses:
         row = rows[f"kernel:{loss}"]
         assert row["status"] == "ok", row["notes"]
-        clf = KernelMarginSoftmaxClassifier(
-            loss=loss, gamma="scale", n_components=20, **COMPARE_FIT
-        )
+        # the estimator at its own defaults (gamma="auto"), FAST's width
+        clf = KernelMarginSoftmaxClassifier(loss=loss, n_components=20, **COMPARE_FIT)
         assert row["accuracy"] == pytest.approx(_direct_accuracy(clf))
 
 
@@ -471,7 +471,7 @@ def test_kernel_models_are_wired_to_the_kernel_estimator(npz_dir):
     params = model.get_params()
     assert (params["loss"], params["gamma"], params["n_components"]) == (
         "arcface",
-        "scale",
+        KernelMarginSoftmaxClassifier().gamma,  # the estimator's default
         17,
     )
     assert (params["tol"], params["max_iter"], params["random_state"]) == (1e-3, 50, 3)
@@ -568,22 +568,24 @@ def test_bad_grid_options_are_clear_errors(grid, expected, capsys):
     assert expected in err and "Traceback" not in err
 
 
-def test_svc_and_kernel_grids_share_the_gamma_multipliers():
+def test_svc_and_kernel_grids_take_the_same_gamma_steps_from_their_defaults():
     registry = model_registry()
     svc, kernel = registry["SVC"], registry["kernel:am-softmax"]
     assert svc.grid == {"C": [1.0, 10.0, 100.0], "gamma/scale": [0.25, 1.0, 4.0]}
+    # kernel:* multiples of "scale" after its metric, centred on gamma="auto"
+    factor = compare_rbf.AUTO_GAMMA_FACTOR
+    assert compare_rbf.KERNEL_GAMMA_MULTIPLIERS == [0.25 * factor, factor, 4 * factor]
     assert kernel.grid == {
-        "gamma/scale": compare_models.GAMMA_MULTIPLIERS,
+        "gamma/scale": compare_rbf.KERNEL_GAMMA_MULTIPLIERS,
         "s": compare_models.KERNEL_S_GRID,
     }
     assert set(registry["kernel:softmax"].grid) == {"gamma/scale", "C"}
-    # "scale" is 1 / (n_features * Var) of the standardised data: 1/d here
-    X = np.random.default_rng(0).normal(5.0, 3.0, size=(50, 4))
-    assert compare_models.standardised_scale_gamma(X) == pytest.approx(0.25)
-    grid = svc.param_grid(X)
+    grid = svc.param_grid(0.25)
     assert grid["model__gamma"] == pytest.approx([0.0625, 0.25, 1.0])
     best = {"model__C": 10.0, "model__gamma": 1.0}
-    assert svc.reported_params(best, X) == {"C": 10.0, "gamma/scale": 4.0}
+    assert svc.reported_params(best, 0.25) == {"C": 10.0, "gamma/scale": 4.0}
+    with pytest.raises(ValueError, match="needs its base"):
+        svc.param_grid()
 
 
 def test_hist_gradient_boosting_is_a_default_peer():
@@ -694,7 +696,7 @@ def test_models_list_shows_every_grid(capsys):
     assert main(["compare", "--models", "list"]) == 0
     out = capsys.readouterr().out
     assert "grid: C {1, 10, 100} x gamma/scale {0.25, 1, 4}" in out
-    assert "grid: gamma/scale {0.25, 1, 4} x s {30, 100, 300}" in out
+    assert "grid: gamma/scale {0.5, 2, 8} x s {30, 100, 300}" in out
     assert out.count("grid: ") == len(model_registry())
 
 

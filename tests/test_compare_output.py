@@ -241,19 +241,3 @@ def test_help_states_the_rule_and_one_way_to_list_models(capsys):
     assert "--models NAMES" in text and "--list-models" not in text
     assert main(["compare", "--list-models"]) == 0  # still works, unadvertised
     assert "margin:am-softmax" in capsys.readouterr().out
-
-
-def test_n_components_default_is_the_estimators_width_on_small_data():
-    """One width for every kernel model: the estimator's "auto" below 8,273 rows."""
-    import argparse
-
-    from sklmargin import KernelMarginSoftmaxClassifier
-    from sklmargin.compare import CompareSettings
-    from sklmargin.compare.cli import register
-    from sklmargin.estimators._kernel import auto_n_components
-
-    assert KernelMarginSoftmaxClassifier().n_components == "auto"
-    width = auto_n_components(8272)
-    parser = register(argparse.ArgumentParser().add_subparsers())
-    assert parser.parse_args([]).n_components == width == 1000
-    assert CompareSettings().n_components == width

@@ -24,6 +24,13 @@ from .models import format_model_list, grid_size_note, model_registry, resolve_m
 from .plot import check_plot_path, plot_results
 from .progress import Progress
 from .protocol import run_comparison
+from .rbf import (
+    AUTO,
+    AUTO_GAMMA_FACTOR,
+    auto_width_range,
+    feature_width,
+    parse_width,
+)
 from .report import (
     check_output_path,
     environment_info,
@@ -37,10 +44,6 @@ from .verdict import add_verdict
 
 #: ``--impute`` strategies (those of SimpleImputer that need no fill value).
 IMPUTE_STRATEGIES = ("median", "mean", "most_frequent")
-
-#: ``--n-components``: one width for every kernel model; it is the width of
-#: KernelMarginSoftmaxClassifier's ``n_components="auto"`` below 8,273 rows.
-_DEFAULT_COMPONENTS = 1000
 
 _EPILOG = """\
 examples:
@@ -73,6 +76,27 @@ def _thread_limit(text: str) -> int | None:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value or None  # 0: no limit
+
+
+def _width(text: str) -> int | str:
+    try:
+        return parse_width(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= 1 or 'auto', got {text}"
+        ) from exc
+
+
+def _width_help() -> str:
+    low, high = auto_width_range()
+    return (
+        "feature width of kernel:* and of RBFSampler/Nystroem+LogisticRegression: "
+        f"an integer, or {AUTO!r} (default): KernelMarginSoftmaxClassifier's own "
+        f"n_components='auto', {low} to {high} centres growing with the training "
+        "rows (its docstring gives the rule); kernel:* resolves it on the rows "
+        "of each fit, the two peers take the width it gives the training split, "
+        "so the timed fits are equally wide; each table states the width"
+    )
 
 
 def _fraction(text: str) -> float:
@@ -167,11 +191,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     # works but is not advertised, so that --help shows one.
     models.add_argument("--list-models", action="store_true", help=argparse.SUPPRESS)
     models.add_argument(
-        "--n-components", type=_positive_int, default=_DEFAULT_COMPONENTS,
-        metavar="N", help="feature width of RBFSampler/Nystroem+LogisticRegression "
-        f"and kernel:* (default: {_DEFAULT_COMPONENTS}, the width "
-        "KernelMarginSoftmaxClassifier's n_components='auto' takes below 8,273 "
-        "training rows; it grows to 1500 with more)",
+        "--n-components", type=_width, default=AUTO, metavar="N|auto",
+        help=_width_help(),
     )  # fmt: skip
     models.add_argument(
         "--tol", type=_positive_float, default=1e-4,
@@ -205,8 +226,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     protocol.add_argument(
         "--grid", action="append", default=[], metavar="MODEL.PARAM=VALUES",
         help="with --tune: replace one grid, e.g. 'margin:am-softmax.s=30,100,300' "
-        "or 'SVC.gamma/scale=1,4,16' (gamma as multiples of the 'scale' value); "
-        "MODEL may be a glob; repeatable. Grids of different sizes are reported",
+        "or 'SVC.gamma/scale=1,4,16' (gamma as multiples of the 'scale' value "
+        "1/(d Var) of the rows the kernel sees: kernel:* after its learned "
+        f"metric, where its default gamma='auto' is {AUTO_GAMMA_FACTOR:g}; "
+        "'kernel:*.gamma=0.1,1' "
+        "sets plain values); MODEL may be a glob; repeatable. Grids of "
+        "different sizes are reported",
     )  # fmt: skip
     protocol.add_argument(
         "--n-jobs", type=int, default=1, metavar="N",
@@ -399,6 +424,8 @@ class _ResultFile:
             else None,
             "grid_size_warning": grid_size_note(specs) if args.tune else None,
             "verdicts": {},
+            # the feature width of each dataset's final fits (--n-components)
+            "n_components": {},
             "environment": environment_info(),
         }
         self._write()  # a file from the start: even the first model's ^C keeps one
@@ -434,8 +461,16 @@ def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int
         print(line, file=out)
     seen_notes: dict[str, str] = {}  # a note is printed once per run
 
+    with_width = any(spec.uses_width for spec in specs)
+
     def report(dataset: Dataset, rows: list) -> None:
-        table = format_table(dataset, rows, settings.tune, seen_notes=seen_notes)
+        width = None
+        if with_width:  # the width of the final fits, stated with the table
+            width = feature_width(settings.n_components, dataset.n_train)
+            results.metadata["n_components"][dataset.name] = width
+        table = format_table(
+            dataset, rows, settings.tune, seen_notes=seen_notes, n_components=width
+        )
         print("\n" + table, file=out, flush=True)
         # the verdict line, full names, in the file too (saved with the next row)
         results.metadata["verdicts"][dataset.name] = add_verdict(rows)

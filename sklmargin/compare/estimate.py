@@ -93,7 +93,7 @@ def probe_estimates(
                     continue
                 try:
                     fit_start = time.perf_counter()
-                    build_pipeline(spec, settings).fit(X, y)
+                    build_pipeline(spec, settings, n_rows).fit(X, y)
                     seconds = time.perf_counter() - fit_start
                 except Exception:  # e.g. a class missing from the subset
                     estimates.append(None)

@@ -6,10 +6,15 @@ tuned over the loss's own ``search_grid``, and a ``kernel:<loss>`` model, tuned
 over the kernel width and the loss's logit scale (:func:`kernel_grid`), so a
 new loss shows up here without an edit.
 
-RBF kernel widths are tuned as multiples of the ``"scale"`` value
-:math:`\gamma_0 = 1 / (d \cdot \mathrm{Var}(X))` of the standardised training
-data (the grid key ``"gamma/scale"``, resolved by :meth:`ModelSpec.param_grid`):
-the same multiples for SVC and for our kernel models.
+``kernel:<loss>`` is :class:`~sklmargin.KernelMarginSoftmaxClassifier` at
+its own defaults (``gamma="auto"``, ``n_components="auto"`` unless
+``--n-components`` says otherwise); the feature-map peers take the width it
+resolves on the training split (:mod:`~sklmargin.compare.rbf`). RBF kernel
+widths are tuned as multiples of the ``"scale"`` value
+:math:`\gamma_0 = 1 / (d \cdot \mathrm{Var}(X))` of the rows the kernel sees
+(the grid key ``"gamma/scale"``, resolved by :meth:`ModelSpec.param_grid`):
+the same steps for SVC and for our kernel models, each centred on the model's
+default (see :mod:`~sklmargin.compare.rbf` for the two bases).
 
 Fairness means every model gets the same number of grid
 points, :data:`~sklmargin.compare.settings.GRID_POINTS`. Grid keys are
@@ -25,7 +30,7 @@ import fnmatch
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,8 +44,14 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from .. import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from ..features._gamma import scale_gamma
 from ..losses._registry import registered_margins
+from .rbf import (
+    AUTO,
+    GAMMA_MULTIPLIERS,
+    KERNEL_GAMMA_MULTIPLIERS,
+    RELATIVE_GAMMA,
+    feature_width,
+)
 from .settings import (
     GRID_POINTS,
     REFERENCE_MODELS,
@@ -52,20 +63,14 @@ from .settings import (
 #: C values of the linear peers and the feature-map peers: 9 points, 0.01 to 100.
 C_GRID = [float(c) for c in np.logspace(-2, 2, GRID_POINTS)]
 
-#: Grid key of an RBF width given as a multiple of the "scale" value
-#: ``1 / (n_features * Var(X))`` of the standardised training data.
-RELATIVE_GAMMA = "gamma/scale"
-
-#: Multiples of the "scale" gamma tried by SVC and by ``kernel:*``.
-GAMMA_MULTIPLIERS = [0.25, 1.0, 4.0]
-
 #: C values of SVC, crossed with :data:`GAMMA_MULTIPLIERS` (3 x 3 = 9 points).
 SVC_C_GRID = [1.0, 10.0, 100.0]
 
-#: Logit scale s of the ``kernel:*`` models, crossed with
-#: :data:`GAMMA_MULTIPLIERS`. Kernel features have ``|z(x)| ~ 1`` and want a
-#: larger s than raw features; these values are a first choice, to be revised
-#: by a separate study (``benchmarks/studies/tune_kernel_defaults.py``).
+#: Logit scale s of the ``kernel:*`` models, crossed with their gamma multiples
+#: (:data:`~sklmargin.compare.rbf.KERNEL_GAMMA_MULTIPLIERS`). Kernel features
+#: have ``|z(x)| ~ 1`` and want a larger s than raw features; these values
+#: are a first choice, to be revised by a separate study
+#: (``benchmarks/studies/tune_kernel_defaults.py``).
 KERNEL_S_GRID = [30.0, 100.0, 300.0]
 
 #: HistGradientBoostingClassifier: learning_rate x max_leaf_nodes, defaults
@@ -106,6 +111,12 @@ class ModelSpec:
         Whether the fit cost grows superlinearly with ``n_train``.
     ours : bool, default=False
         Whether this is one of sklmargin's estimators.
+    fixed_width : bool, default=False
+        Whether ``build`` needs an integer ``settings.n_components`` (a
+        scikit-learn feature map): :func:`build_pipeline` resolves "auto".
+    uses_width : bool, default=False
+        Whether the model's width follows ``settings.n_components`` (the
+        feature maps, ``kernel:*``): the tables then state it.
     """
 
     name: str
@@ -115,23 +126,25 @@ class ModelSpec:
     classifier_path: str = ""
     superlinear: bool = False
     ours: bool = False
+    fixed_width: bool = False
+    uses_width: bool = False
 
-    def param_grid(self, X: np.ndarray | None = None) -> dict[str, list]:
+    def param_grid(self, gamma_base: float | None = None) -> dict[str, list]:
         """Return the grid with the full parameter paths of :func:`build_pipeline`.
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features), default=None
-            The training data; needed to turn ``"gamma/scale"`` multiples into
-            values of ``gamma`` (see :func:`standardised_scale_gamma`).
+        gamma_base : float, default=None
+            The "scale" value that ``"gamma/scale"`` multiples multiply
+            (:func:`~sklmargin.compare.rbf.relative_gamma_base`); needed when
+            the grid has that key.
         """
         grid = {}
         for key, values in self.grid.items():
             if key == RELATIVE_GAMMA:
-                if X is None:
-                    raise ValueError(f"{self.name}: gamma/scale needs the data")
-                gamma = standardised_scale_gamma(X)
-                grid[self.path("gamma")] = [factor * gamma for factor in values]
+                if gamma_base is None:
+                    raise ValueError(f"{self.name}: gamma/scale needs its base")
+                grid[self.path("gamma")] = [factor * gamma_base for factor in values]
             else:
                 grid[self.path(key)] = list(values)
         return grid
@@ -141,32 +154,22 @@ class ModelSpec:
         return f"model__{self.classifier_path}{key}"
 
     def reported_params(
-        self, best: Mapping[str, Any], X: np.ndarray | None = None
+        self, best: Mapping[str, Any], gamma_base: float | None = None
     ) -> dict[str, Any]:
         """Return the best parameters of a search in the keys of :attr:`grid`.
 
-        ``gamma`` becomes its ``gamma/scale`` multiple again, so that it can be
-        compared with the grid (edge notes) and given back to ``--grid``.
+        ``gamma`` becomes its ``gamma/scale`` multiple of ``gamma_base`` again,
+        so that it can be compared with the grid (edge notes) and given back
+        to ``--grid``.
         """
         reported = {}
         for key, values in self.grid.items():
             if key == RELATIVE_GAMMA:
-                value = best[self.path("gamma")] / standardised_scale_gamma(X)
+                value = best[self.path("gamma")] / gamma_base
                 reported[key] = min(values, key=lambda factor: abs(factor - value))
             else:
                 reported[key] = best[self.path(key)]
         return reported
-
-
-def standardised_scale_gamma(X: np.ndarray) -> float:
-    r"""Return the RBF width "scale" of standardised ``X``: :math:`1/(d\,Var(X))`.
-
-    scikit-learn's ``gamma="scale"`` (SVC's, and our kernel estimator's
-    :func:`sklmargin.features._gamma.scale_gamma`) of
-    ``StandardScaler().fit_transform(X)``, where the whole pipeline sees it; a
-    constant column makes the variance smaller than 1.
-    """
-    return scale_gamma(StandardScaler().fit_transform(np.asarray(X, dtype=np.float64)))
 
 
 def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:
@@ -221,6 +224,8 @@ def _build_hgb(settings: CompareSettings) -> HistGradientBoostingClassifier:
     return HistGradientBoostingClassifier(random_state=settings.random_state)
 
 
+# The feature-map peers are built with an integer n_components: build_pipeline
+# resolves --n-components "auto" on the training split (fixed_width=True).
 def _build_rbf_sampler_lr(settings: CompareSettings) -> Pipeline:
     features = RBFSampler(
         gamma="scale",
@@ -251,9 +256,11 @@ def _build_margin(loss: str, settings: CompareSettings) -> BaseEstimator:
 
 
 def _build_kernel(loss: str, settings: CompareSettings) -> BaseEstimator:
+    # gamma is left at the estimator's default ("auto"): the model compared is
+    # the one a user gets; n_components "auto" (the default) is resolved by
+    # the estimator on the rows of each fit.
     return KernelMarginSoftmaxClassifier(
         loss=loss,
-        gamma="scale",
         n_components=settings.n_components,
         tol=settings.tol,
         max_iter=settings.max_iter,
@@ -290,17 +297,21 @@ def _peer_specs() -> list[ModelSpec]:
         ),
         ModelSpec(
             "RBFSampler+LogisticRegression",
-            "random Fourier features (n_components) + LogisticRegression",
+            "random Fourier features (--n-components) + LogisticRegression",
             _build_rbf_sampler_lr,
             {"C": C_GRID},
             classifier_path="clf__",
+            fixed_width=True,
+            uses_width=True,
         ),
         ModelSpec(
             "Nystroem+LogisticRegression",
-            "Nystroem RBF features (n_components) + LogisticRegression",
+            "Nystroem RBF features (--n-components) + LogisticRegression",
             _build_nystroem_lr,
             {"C": C_GRID},
             classifier_path="clf__",
+            fixed_width=True,
+            uses_width=True,
         ),
     ]
 
@@ -320,11 +331,12 @@ def _our_specs() -> list[ModelSpec]:
     kernel = [
         ModelSpec(
             f"kernel:{margin.name}",
-            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): Nystroem '
-            "features (n_components)",
+            # at its defaults: Nystroem, learned metric, gamma="auto"
+            f'KernelMarginSoftmaxClassifier(loss="{margin.name}"): its defaults',
             functools.partial(_build_kernel, margin.name),
             kernel_grid(margin.search_grid),
             ours=True,
+            uses_width=True,
         )
         for margin in margins
     ]
@@ -334,18 +346,23 @@ def _our_specs() -> list[ModelSpec]:
 def kernel_grid(search_grid: Mapping[str, Sequence[float]]) -> dict[str, list]:
     """Return the 3 x 3 grid of a ``kernel:<loss>`` model from its loss's grid.
 
-    The RBF width (:data:`GAMMA_MULTIPLIERS`, as for SVC) times the loss's logit
+    The RBF width (:data:`~sklmargin.compare.rbf.KERNEL_GAMMA_MULTIPLIERS`:
+    SVC's steps, centred on the estimator's ``gamma="auto"``, as multiples of
+    "scale" after the learned metric) times the loss's logit
     scale: ``s`` in :data:`KERNEL_S_GRID` when the loss has an ``s``, else three
     values (smallest, middle, largest) of its first other knob, ``C`` first
     (softmax, L-Softmax). Margins stay at the loss's defaults: the width and
     the scale are what the features change.
     """
     if "s" in search_grid:
-        return {RELATIVE_GAMMA: list(GAMMA_MULTIPLIERS), "s": list(KERNEL_S_GRID)}
+        return {
+            RELATIVE_GAMMA: list(KERNEL_GAMMA_MULTIPLIERS),
+            "s": list(KERNEL_S_GRID),
+        }
     key = "C" if "C" in search_grid else next(iter(search_grid))
     values = sorted(set(search_grid[key]))
     picked = [values[0], values[len(values) // 2], values[-1]]
-    return {RELATIVE_GAMMA: list(GAMMA_MULTIPLIERS), key: picked}
+    return {RELATIVE_GAMMA: list(KERNEL_GAMMA_MULTIPLIERS), key: picked}
 
 
 def model_registry() -> dict[str, ModelSpec]:
@@ -460,8 +477,15 @@ def match_model_name(
     return matches
 
 
-def build_pipeline(spec: ModelSpec, settings: CompareSettings) -> Pipeline:
+def build_pipeline(
+    spec: ModelSpec, settings: CompareSettings, n_train: int | None = None
+) -> Pipeline:
     """Return ``Pipeline([StandardScaler(), model])`` for one registry entry.
+
+    A model with a fixed feature width (RBFSampler, Nystroem) built with
+    ``n_components="auto"`` gets the width the kernel estimator's "auto"
+    gives ``n_train`` rows (:func:`~sklmargin.compare.rbf.feature_width`),
+    the rows of the training split it will be fitted on.
 
     The scaler is part of the pipeline so that it is fitted on the training
     split (or the training folds when tuning) only. With ``settings.impute``
@@ -470,6 +494,11 @@ def build_pipeline(spec: ModelSpec, settings: CompareSettings) -> Pipeline:
     included): one 0/1 column per feature with missing values keeps the
     information that a value was missing.
     """
+    if spec.fixed_width and settings.n_components == AUTO:
+        if n_train is None:
+            raise ValueError(f"{spec.name}: n_components='auto' needs n_train")
+        width = feature_width(settings.n_components, n_train)
+        settings = replace(settings, n_components=width)
     steps = [("standardscaler", StandardScaler()), ("model", spec.build(settings))]
     if settings.impute is not None:
         imputer = SimpleImputer(strategy=settings.impute, add_indicator=True)

@@ -32,6 +32,7 @@ from .._utils.grid_edges import grid_edges
 from .datasets import Dataset
 from .models import ModelSpec, build_pipeline, grid_size
 from .progress import Progress
+from .rbf import RELATIVE_GAMMA, relative_gamma_base
 from .settings import REFERENCE_MODELS, ROW_FIELDS, CompareSettings, plain
 from .verdict import add_verdict
 
@@ -96,9 +97,14 @@ class TuneResult:
     cv_accuracy : float
         Mean CV accuracy of the best parameters.
     tune_time : float
-        Wall time of the whole search, in seconds.
+        Wall time of the whole search, in seconds (the ``gamma/scale`` base
+        included).
     notes : list of str
         Warnings raised during the search.
+    gamma_base : float or None, default=None
+        The "scale" value the ``gamma/scale`` multiples multiplied
+        (:func:`~sklmargin.compare.rbf.relative_gamma_base`); None without
+        that key.
     """
 
     best_params: dict
@@ -106,6 +112,7 @@ class TuneResult:
     cv_accuracy: float
     tune_time: float
     notes: list = field(default_factory=list)
+    gamma_base: float | None = None
 
 
 def tune(
@@ -151,21 +158,25 @@ def tune(
     scoring: Any = "accuracy"
     if on_fit is not None and settings.n_jobs in (1, None):
         scoring = _CountingAccuracy(lambda done: on_fit(done, total))
-    search = GridSearchCV(
-        pipeline,
-        spec.param_grid(X),
-        scoring=scoring,
-        cv=folds,
-        n_jobs=settings.n_jobs,
-        refit=False,
-        error_score=np.nan,
-    )
     with _recorded_warnings() as caught:
         start = time.perf_counter()
+        # Part of the tuning time: for kernel:* it learns the metric once.
+        base = None
+        if RELATIVE_GAMMA in spec.grid:
+            base = relative_gamma_base(pipeline, spec.classifier_path, X, y)
+        search = GridSearchCV(
+            pipeline,
+            spec.param_grid(base),
+            scoring=scoring,
+            cv=folds,
+            n_jobs=settings.n_jobs,
+            refit=False,
+            error_score=np.nan,
+        )
         search.fit(X, y)
         elapsed = time.perf_counter() - start
     best = dict(search.best_params_)
-    reported = plain(spec.reported_params(best, X))
+    reported = plain(spec.reported_params(best, base))
     notes = summarize_warnings(caught, "tuning") + edge_notes(
         reported, spec.grid, spec.name
     )
@@ -175,6 +186,7 @@ def tune(
         cv_accuracy=float(search.best_score_),
         tune_time=elapsed,
         notes=notes,
+        gamma_base=base,
     )
 
 
@@ -398,7 +410,7 @@ def evaluate_model(
         row.update(status="skipped", notes=[reason])
         return row
     try:
-        pipeline = build_pipeline(spec, settings)
+        pipeline = build_pipeline(spec, settings, dataset.n_train)
         if settings.tune:
             on_fit = None
             if progress is not None:

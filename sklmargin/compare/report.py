@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_info
 
 from .datasets import Dataset
 from .models import ModelSpec, grid_size_note, grid_sizes
+from .rbf import AUTO, describe_gamma_bases
 from .settings import ROW_FIELDS, CompareError, CompareSettings, format_number, plain
 from .verdict import add_verdict
 
@@ -205,6 +206,7 @@ def format_table(
     tuned: bool,
     width: int | None = None,
     seen_notes: dict[str, str] | None = None,
+    n_components: int | None = None,
 ) -> str:
     """Return the text block of one dataset: sizes, a table, a verdict, notes.
 
@@ -231,6 +233,9 @@ def format_table(
         Notes printed for earlier datasets of the run, text to dataset name;
         updated. A note printed before is only referred to, so a warning that
         every model and every dataset raises is printed once per run.
+    n_components : int, default=None
+        The feature width of the models that have one, on this dataset's
+        training split (``--n-components`` resolved); stated in the title.
 
     Returns
     -------
@@ -249,6 +254,8 @@ def format_table(
         f"== {dataset.name}: n_train={dataset.n_train}, n_test={dataset.n_test}, "
         f"n_features={dataset.n_features}, n_classes={dataset.n_classes}"
     )
+    if n_components is not None:
+        title += f", n_components={n_components}"
     verdict = add_verdict(rows, short_model_name if short else str)
     notes = []
     if empty:
@@ -312,6 +319,15 @@ def _describe_threads(limit: int | None) -> str:
     return f"library defaults ({'/'.join(map(str, counts)) or 'none found'})"
 
 
+def _describe_width(n_components: int | str) -> str:
+    if n_components != AUTO:
+        return f"{n_components} (--n-components)"
+    return (
+        "'auto' (KernelMarginSoftmaxClassifier's width for the training rows, in "
+        "each table's title; kernel:* resolves it per fit, CV folds included)"
+    )
+
+
 def format_preamble(
     datasets: Sequence[Dataset],
     specs: Sequence[ModelSpec],
@@ -336,8 +352,8 @@ def format_preamble(
             f"tuning: GridSearchCV, {settings.cv}-fold stratified CV on the "
             f"training split, {points or 'grids of different sizes'} (peers: C, "
             "SVC: C x gamma, HGB: learning_rate x max_leaf_nodes; ours: the "
-            "loss's grid, kernel:* gamma x s; gamma as multiples of the 'scale' "
-            "value); best params refitted on the whole training split, then timed"
+            f"loss's grid, kernel:* gamma x s; {describe_gamma_bases()}); best "
+            "params refitted on the whole training split, then timed"
         )
     lines = [
         f"sklmargin compare: {len(datasets)} dataset(s) x {len(specs)} model(s), "
@@ -354,8 +370,10 @@ def format_preamble(
         f"settings: tol={settings.tol:g} (L-BFGS gradient tolerance) and "
         f"max_iter={settings.max_iter} for LogisticRegression (lbfgs) and "
         f"sklmargin; LinearSVC dual='auto', max_iter={settings.linear_svc_max_iter}"
-        f"; SVC scikit-learn's defaults; n_components={settings.n_components}, "
-        f"RBF gamma='scale'; random_state={settings.random_state}; BLAS/OpenMP "
+        "; SVC scikit-learn's defaults; RBFSampler/Nystroem gamma='scale'; kernel:* "
+        "KernelMarginSoftmaxClassifier's defaults (gamma='auto', learned metric); "
+        f"n_components={_describe_width(settings.n_components)}; "
+        f"random_state={settings.random_state}; BLAS/OpenMP "
         f"threads: {_describe_threads(settings.threads)}",
         tuning,
     ]

@@ -53,8 +53,12 @@ class CompareSettings:
 
     Parameters
     ----------
-    n_components : int, default=1000
-        Feature width of RBFSampler/Nystroem + LogisticRegression and ``kernel:*``.
+    n_components : int or "auto", default="auto"
+        Feature width of ``kernel:*`` and of RBFSampler/Nystroem +
+        LogisticRegression. "auto" is KernelMarginSoftmaxClassifier's own
+        ``n_components="auto"``: ``kernel:*`` resolves it on the rows of each
+        fit, the two peers take the width it gives the training split
+        (:mod:`~sklmargin.compare.rbf`).
     random_state : int, default=0
         Seed of every model that takes one, of the splits and of the CV folds.
     tol : float, default=1e-4
@@ -90,7 +94,7 @@ class CompareSettings:
         error when the data is loaded.
     """
 
-    n_components: int = 1000
+    n_components: int | str = "auto"
     random_state: int = 0
     tol: float = 1e-4
     max_iter: int = 1000

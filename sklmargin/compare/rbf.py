@@ -1,0 +1,158 @@
+r"""The RBF models' two widths: the kernel width ``gamma`` and the feature width.
+
+Both follow :class:`~sklmargin.KernelMarginSoftmaxClassifier`'s own defaults,
+so that a default ``compare`` run measures the library's default kernel model,
+and its peers with a feature map are as wide as it is:
+
+* **Feature width** (``--n-components``, :func:`feature_width`). ``"auto"``
+  (the default) is the estimator's ``n_components="auto"``, resolved by the
+  estimator itself on the rows of each fit (a CV fold's, the training
+  split's). RBFSampler and Nystroem take an integer width, built before any
+  fit: they get the width the same law gives the whole training split, the
+  width of the timed final fit of ``kernel:*``.
+* **Kernel width, tuned** (the grid key ``"gamma/scale"``,
+  :func:`relative_gamma_base`). A multiple of the ``"scale"`` value
+  :math:`\gamma_0 = 1 / (d\,\mathrm{Var}(X))` of the rows the RBF kernel
+  sees: for SVC the standardised (and imputed) training split; for
+  ``kernel:*`` those rows *after the learned metric* (``metric``), where the
+  estimator's ``gamma="auto"`` is a multiple of the same value
+  (:data:`KERNEL_GAMMA_MULTIPLIERS` is centred on it). The metric is learned
+  once on the whole training split, as the default fit learns it; each CV
+  fold learns its own, so a fold's value may differ a little.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.pipeline import Pipeline
+
+from .. import KernelMarginSoftmaxClassifier
+from ..estimators._kernel import _AUTO_GAMMA_FACTOR, auto_n_components
+from ..features._gamma import scale_gamma
+
+#: The estimator's gamma="auto" with a learned metric: this multiple of "scale".
+AUTO_GAMMA_FACTOR = _AUTO_GAMMA_FACTOR
+
+#: Grid key of an RBF width given as a multiple of the "scale" value
+#: ``1 / (n_features * Var(X))`` of the rows the kernel sees.
+RELATIVE_GAMMA = "gamma/scale"
+
+#: Multiples of "scale" tried by SVC: centred on its default, gamma="scale".
+GAMMA_MULTIPLIERS = [0.25, 1.0, 4.0]
+
+#: Multiples of "scale" (after the learned metric) tried by ``kernel:*``: the
+#: same steps as SVC's, centred on the estimator's default gamma="auto".
+KERNEL_GAMMA_MULTIPLIERS = [AUTO_GAMMA_FACTOR * f for f in GAMMA_MULTIPLIERS]
+
+#: The word ``--n-components`` takes for the estimator's own width.
+AUTO = "auto"
+
+
+def auto_width_range() -> tuple[int, int]:
+    """Return the smallest and largest width of ``n_components="auto"``.
+
+    Evaluated from the estimator's law (:func:`auto_n_components`), so the
+    help text cannot drift from it.
+    """
+    return auto_n_components(1), auto_n_components(np.iinfo(np.int64).max)
+
+
+def feature_width(n_components: int | str, n_train: int) -> int:
+    """Return the width a feature map of ``--n-components`` takes.
+
+    Parameters
+    ----------
+    n_components : int or "auto"
+        The setting; "auto" is ``KernelMarginSoftmaxClassifier``'s law.
+    n_train : int
+        Rows of the fit.
+
+    Returns
+    -------
+    int
+    """
+    if n_components == AUTO:
+        return auto_n_components(n_train)
+    return int(n_components)
+
+
+def parse_width(text: str) -> int | str:
+    """Parse ``--n-components``: a positive integer or ``auto``.
+
+    Raises
+    ------
+    ValueError
+        For anything else.
+    """
+    if text.strip().lower() == AUTO:
+        return AUTO
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"n_components must be >= 1 or 'auto', got {text}")
+    return value
+
+
+def classifier_of(pipeline: Pipeline, classifier_path: str) -> BaseEstimator:
+    """Return the classifier inside a ``build_pipeline`` result."""
+    model = pipeline.named_steps["model"]
+    if classifier_path:
+        return model.get_params(deep=True)[classifier_path.rstrip("_")]
+    return model
+
+
+def learns_metric(classifier: BaseEstimator) -> bool:
+    """Whether ``classifier`` maps its rows through a learned metric first."""
+    return (
+        isinstance(classifier, KernelMarginSoftmaxClassifier)
+        and classifier.metric is not None
+    )
+
+
+def relative_gamma_base(
+    pipeline: Pipeline, classifier_path: str, X: np.ndarray, y: np.ndarray
+) -> float:
+    r"""Return the "scale" value the ``gamma/scale`` multiples of a model multiply.
+
+    :math:`1 / (d\,\mathrm{Var})` of the rows the classifier's RBF kernel
+    sees on the training split: the output of the pipeline's steps before the
+    model (imputer, scaler), fitted on ``X``; for a kernel model with a
+    learned metric, those rows after its metric, learned as its fit learns it
+    (same rows, same seed: the "scale" its ``gamma="auto"`` doubles). The
+    model is taken as built: a ``--grid`` over ``metric`` keeps the base of
+    the default metric.
+
+    Parameters
+    ----------
+    pipeline : Pipeline
+        From :func:`~sklmargin.compare.models.build_pipeline` (unfitted).
+    classifier_path : str
+        Where the classifier sits in the model (``ModelSpec.classifier_path``).
+    X, y : ndarray
+        The training split.
+
+    Returns
+    -------
+    float
+    """
+    rows = clone(pipeline[:-1]).fit_transform(X, y) if len(pipeline) > 1 else X
+    rows = np.asarray(rows, dtype=np.float64)
+    classifier = classifier_of(pipeline, classifier_path)
+    if learns_metric(classifier):
+        _, y_encoded = np.unique(np.asarray(y), return_inverse=True)
+        # The estimator's own step (a private hook of the package): the same
+        # pilot fits, rows and seed as its fit, not a copy of them.
+        rows = clone(classifier)._fit_input_transform(
+            rows, y_encoded, np.ones(rows.shape[0])
+        )
+    return scale_gamma(rows)
+
+
+def describe_gamma_bases() -> str:
+    """Return the report's statement of what ``gamma/scale`` multiplies."""
+    return (
+        "gamma as multiples of the 'scale' value 1/(d Var) of the rows the "
+        "kernel sees: SVC the standardised training split, kernel:* those rows "
+        "after its learned metric (its default gamma='auto' is "
+        f"{AUTO_GAMMA_FACTOR:g} x that value)"
+    )
