@@ -7,7 +7,12 @@ from scipy.special import log_softmax
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_classification
 from sklearn.metrics import log_loss
-from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
+from sklearn.model_selection import (
+    GroupKFold,
+    KFold,
+    StratifiedKFold,
+    train_test_split,
+)
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -581,3 +586,39 @@ def test_a_search_saved_before_path_tol_loads_with_the_full_tol_path(iris):
     old.__setstate__(state)
     assert old.get_params()["path_tol"] is None
     np.testing.assert_array_equal(old.predict(iris[0]), old.estimator_.predict(iris[0]))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda cv: MarginSoftmaxClassifierCV(ss=[5.0, 20.0], ms=[0.05], cv=cv),
+        lambda cv: KernelMarginSoftmaxClassifierCV(
+            gammas=["scale"],
+            ss=[10.0, 30.0],
+            ms=[0.05],
+            cv=cv,
+            n_components=30,
+            metric=None,
+            random_state=0,
+        ),  # fmt: skip
+    ],
+    ids=["linear", "kernel"],
+)
+def test_groups_reach_a_group_aware_splitter(make):
+    # As GridSearchCV.fit(X, y, groups=...): the groups go to cv.split, so a
+    # group never has rows on both sides of a fold.
+    X, y = make_classification(
+        n_samples=240, n_features=6, n_informative=4, n_classes=3, random_state=3
+    )
+    groups = np.arange(240) % 12
+    cv = GroupKFold(n_splits=3)
+    searched = make(cv).fit(X, y, groups=groups)
+    expected = make(list(cv.split(X, y, groups))).fit(X, y)
+    np.testing.assert_array_equal(searched.scores_, expected.scores_)
+    assert searched.s_ == expected.s_
+    # A group splitter without groups fails in scikit-learn, naming them.
+    with pytest.raises(ValueError, match="groups"):
+        make(cv).fit(X, y)
+    # Other splitters ignore them, as in scikit-learn.
+    plain = make(3).fit(X, y, groups=groups)
+    np.testing.assert_array_equal(plain.scores_, make(3).fit(X, y).scores_)

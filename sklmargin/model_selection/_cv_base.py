@@ -235,7 +235,7 @@ class _BaseMarginSoftmaxCV(
         return score
 
     @fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Cross-validate the path, refit, and fit the temperature.
 
         Parameters
@@ -247,6 +247,14 @@ class _BaseMarginSoftmaxCV(
             whose rows all have zero weight has no score: its entries of
             ``scores_`` are NaN (with a ``UserWarning``) and the mean score is
             taken over the other folds.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels for a group-aware ``cv`` (``GroupKFold``,
+            ``StratifiedGroupKFold``, ``LeaveOneGroupOut``, ...), passed to
+            its ``split`` as in ``GridSearchCV.fit``; other splitters ignore
+            them. Use them when the rows you will predict come from groups
+            (subjects, videos, sites) that training did not see: random folds
+            put rows of one group on both sides and reward a fit to
+            group-specific detail.
 
         Returns
         -------
@@ -273,7 +281,7 @@ class _BaseMarginSoftmaxCV(
             self.__dict__.pop(stale, None)
         heads, margins = self._resolve_heads()
         axes = self._extra_grids(X, sample_weight)
-        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         base = self._base_estimator()
