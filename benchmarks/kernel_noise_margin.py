@@ -56,9 +56,11 @@ are the commands of ``benchmarks/results_kernel_noise_margin.md``)::
         --datasets segment --seeds 0,1,2,3,4 --variant '{"s": 50}' --out variant.jsonl
     python benchmarks/kernel_noise_margin.py --data ../shared/data --part margin \
         --seeds 0,1,2,3,4 --out margin.jsonl
+    python benchmarks/kernel_noise_margin.py --data ../shared/data --part margin \
+        --seeds 0,1,2 --params '{"gamma": "scale"}' --out margin_scale.jsonl
     python benchmarks/kernel_noise_margin.py --data ../shared/data --part order
     python benchmarks/kernel_noise_margin.py --summary noise.jsonl variant.jsonl
-    python benchmarks/kernel_noise_margin.py --summary margin.jsonl
+    python benchmarks/kernel_noise_margin.py --summary margin.jsonl margin_scale.jsonl
 """
 
 from __future__ import annotations
