@@ -72,8 +72,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import add_data_argument, available, machine, now, pinned_blas, versions
-from kernel_targets import DATASETS, emit, split_of, timed
+from _common import add_data_argument, machine, now, pinned_blas, versions
+from kernel_targets import DATASETS, emit, requested_sets, split_of, timed
 from scipy.stats import binomtest
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
@@ -134,7 +134,9 @@ def as_bits(hits):
     return "".join("1" if h else "0" for h in hits)
 
 
-def noise_part(name, split, seeds, shuffled, out, variant=None, cv=True):
+def noise_part(
+    name, split, seeds, shuffled, out, variant=None, cv=True, cv_params=None
+):
     svc, cpu, _, _ = fit_hits(SVC(C=10, gamma="scale"), split)
     print(f"# {name}: SVC fit {cpu:.2f} s CPU", flush=True)
     for seed in seeds:
@@ -145,8 +147,12 @@ def noise_part(name, split, seeds, shuffled, out, variant=None, cv=True):
             models["kmsc_variant"] = KernelMarginSoftmaxClassifier(
                 random_state=seed, **variant
             )
+        if cv_params:
+            row["cv_params"] = cv_params
         if cv:
-            models["kcv"] = KernelMarginSoftmaxClassifierCV(random_state=seed)
+            models["kcv"] = KernelMarginSoftmaxClassifierCV(
+                random_state=seed, **(cv_params or {})
+            )
         if cv and shuffled:
             folds = StratifiedKFold(3, shuffle=True, random_state=seed)
             models["kcv_shuffled"] = KernelMarginSoftmaxClassifierCV(
@@ -236,6 +242,8 @@ def noise_summary(rows):
         label = row["dataset"]
         if "variant" in row:
             label += f", variant {json.dumps(row['variant'])}"
+        if "cv_params" in row:
+            label += f", CV {json.dumps(row['cv_params'])}"
         by_set[label].append(row)
     print(
         "| data set | n_test | 1 row, points | binomial SE, points | seeds "
@@ -254,7 +262,17 @@ def noise_summary(rows):
             f"| {name} | {n} | {100 / n:.3f} | {100 * np.sqrt(p * (1 - p) / n):.2f} "
             f"| {len(group)} | {' | '.join(cells)} | {group[0]['svc_acc']:.2f} |"
         )
-    targets_summary({k: v for k, v in by_set.items() if "variant" not in v[0]})
+    for name, group in by_set.items():
+        cpu = [r["kcv_fit_cpu"] for r in group if "kcv_fit_cpu" in r]
+        if cpu:
+            print(f"{name}: CV fit CPU {_ms(cpu)} s over {len(cpu)} seeds")
+    targets_summary(
+        {
+            k: v
+            for k, v in by_set.items()
+            if "variant" not in v[0] and "cv_params" not in v[0]
+        }
+    )
     for a, b in PAIRS:
         key = f"{a}-{b}"
         if not any(key in r for row in by_set.values() for r in row):
@@ -525,6 +543,13 @@ def main():
     parser.add_argument(
         "--no-cv", action="store_true", help="noise part: skip the CV estimator"
     )
+    parser.add_argument(
+        "--cv-params",
+        default=None,
+        help="noise part: more KernelMarginSoftmaxClassifierCV parameters (JSON), "
+        "e.g. '{\"cv\": 5}' (a diagnosis: do larger training folds choose as the "
+        "full data does?)",
+    )
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -534,12 +559,7 @@ def main():
         order_part(args.data)
         return
     with pinned_blas(1):
-        names = (
-            args.datasets.split(",")
-            if args.datasets
-            else available(args.data, DATASETS[:-1]) + ["synthetic"]
-        )
-        for name in names:
+        for name in requested_sets(args.datasets, args.data):
             split = split_of(args.data, name)
             if args.part == "noise":
                 noise_part(
@@ -550,6 +570,7 @@ def main():
                     args.out,
                     json.loads(args.variant) if args.variant else None,
                     not args.no_cv,
+                    json.loads(args.cv_params) if args.cv_params else None,
                 )
             else:
                 margin_part(
