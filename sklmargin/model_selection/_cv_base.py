@@ -359,14 +359,12 @@ class _BaseMarginSoftmaxCV(
             chosen_points = [searched(grid_points[b]) for b in best_per_fold]
             keys = dict.fromkeys(k for p in chosen_points for k in p)
             averaged = {}
-            for key in keys:
+            for key in keys:  # each key is in at least one chosen point
                 values = [p[key] for p in chosen_points if key in p]
                 same = len(values) == len(chosen_points)
                 numeric = all(isinstance(v, float) for v in values)
-                if values:
-                    averaged[key] = (
-                        float(np.mean(values)) if same and numeric else values[0]
-                    )
+                mean = same and numeric
+                averaged[key] = float(np.mean(values)) if mean else values[0]
             self._set_chosen(averaged, head.path_name)
             self.estimator_ = None
             self.estimators_ = [point.model for point in chosen]
@@ -405,11 +403,12 @@ class _BaseMarginSoftmaxCV(
         """
         job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
+        # With several losses each point masks the other heads' path (s or C).
+        other = {h.path_name: None for h in heads} if len(heads) > 1 else {}
         grid_points = []
         for job_point in job_points:
             for map_point in map_points:
                 for head in heads:
-                    other = {h.path_name: None for h in heads} if len(heads) > 1 else {}
                     grid_points += [
                         {**job_point, **map_point, **inner, **other,
                          head.path_name: value}
@@ -486,7 +485,9 @@ class _BaseMarginSoftmaxCV(
     # -- prediction (the public methods: MarginPredictMixin) ------------------
     def _predicting_models(self):
         """Return the models that predict: the refit one, or each fold's best."""
-        return fitted_models(self)
+        if self.estimator_ is not None:
+            return [self.estimator_]
+        return self.estimators_
 
     def _combined_logits(self, pairs, method, xp):
         """Return the models' mean logits over ``classes_`` (calibrated: probabilities).
@@ -515,13 +516,6 @@ class _BaseMarginSoftmaxCV(
         # (torch, CuPy, array-api-strict).
         tags.array_api_support = True
         return tags
-
-
-def fitted_models(cv_estimator):
-    """Return the models that predict: the refit one, or each fold's best."""
-    if cv_estimator.estimator_ is not None:
-        return [cv_estimator.estimator_]
-    return cv_estimator.estimators_
 
 
 def store_params(estimator, params):

@@ -46,7 +46,7 @@ class PathGrid(NamedTuple):
     classes: np.ndarray  # all classes of the search (a fold may miss one)
     keep_models: bool  # refit=False predicts with each fold's best model
     verbose: int
-    # prepare(job_point, rows, namespace) -> (rows, map_params, attach): the
+    # prepare(job_point, rows) -> (rows, map_params, attach): the
     # kernel search's per-fold input metric (None: the rows as they are).
     prepare: Callable | None = None
 
