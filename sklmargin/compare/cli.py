@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..estimators._kernel import resolve_n_components
 from .clock import RunClock
 from .csvfile import load_csv
 from .datasets import (
@@ -24,13 +25,7 @@ from .models import format_model_list, grid_size_note, model_registry, resolve_m
 from .plot import check_plot_path, plot_results
 from .progress import Progress
 from .protocol import run_comparison
-from .rbf import (
-    AUTO,
-    AUTO_GAMMA_FACTOR,
-    auto_width_range,
-    feature_width,
-    parse_width,
-)
+from .rbf import AUTO, AUTO_GAMMA_FACTOR, auto_width_range
 from .report import (
     check_output_path,
     environment_info,
@@ -79,9 +74,12 @@ def _thread_limit(text: str) -> int | None:
 
 
 def _width(text: str) -> int | str:
+    """``--n-components``: a positive integer or ``auto``."""
+    if text.strip().lower() == AUTO:
+        return AUTO
     try:
-        return parse_width(text)
-    except ValueError as exc:
+        return _positive_int(text)
+    except (ValueError, argparse.ArgumentTypeError) as exc:
         raise argparse.ArgumentTypeError(
             f"must be an integer >= 1 or 'auto', got {text}"
         ) from exc
@@ -466,7 +464,7 @@ def _run_and_report(args, out, datasets, specs, settings, notes, results) -> int
     def report(dataset: Dataset, rows: list) -> None:
         width = None
         if with_width:  # the width of the final fits, stated with the table
-            width = feature_width(settings.n_components, dataset.n_train)
+            width = resolve_n_components(settings.n_components, dataset.n_train)
             results.metadata["n_components"][dataset.name] = width
         table = format_table(
             dataset, rows, settings.tune, seen_notes=seen_notes, n_components=width

@@ -44,13 +44,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from .. import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from ..estimators._kernel import resolve_n_components
 from ..losses._registry import registered_margins
 from .rbf import (
     AUTO,
     GAMMA_MULTIPLIERS,
     KERNEL_GAMMA_MULTIPLIERS,
     RELATIVE_GAMMA,
-    feature_width,
 )
 from .settings import (
     GRID_POINTS,
@@ -111,9 +111,6 @@ class ModelSpec:
         Whether the fit cost grows superlinearly with ``n_train``.
     ours : bool, default=False
         Whether this is one of sklmargin's estimators.
-    fixed_width : bool, default=False
-        Whether ``build`` needs an integer ``settings.n_components`` (a
-        scikit-learn feature map): :func:`build_pipeline` resolves "auto".
     uses_width : bool, default=False
         Whether the model's width follows ``settings.n_components`` (the
         feature maps, ``kernel:*``): the tables then state it.
@@ -126,8 +123,16 @@ class ModelSpec:
     classifier_path: str = ""
     superlinear: bool = False
     ours: bool = False
-    fixed_width: bool = False
     uses_width: bool = False
+
+    @property
+    def fixed_width(self) -> bool:
+        """Whether ``build`` needs an integer ``settings.n_components``.
+
+        A scikit-learn feature map takes no "auto" (ours resolve it per fit):
+        :func:`build_pipeline` resolves it for them.
+        """
+        return self.uses_width and not self.ours
 
     def param_grid(self, gamma_base: float | None = None) -> dict[str, list]:
         """Return the grid with the full parameter paths of :func:`build_pipeline`.
@@ -225,7 +230,7 @@ def _build_hgb(settings: CompareSettings) -> HistGradientBoostingClassifier:
 
 
 # The feature-map peers are built with an integer n_components: build_pipeline
-# resolves --n-components "auto" on the training split (fixed_width=True).
+# resolves --n-components "auto" on the training split (ModelSpec.fixed_width).
 def _build_rbf_sampler_lr(settings: CompareSettings) -> Pipeline:
     features = RBFSampler(
         gamma="scale",
@@ -301,7 +306,6 @@ def _peer_specs() -> list[ModelSpec]:
             _build_rbf_sampler_lr,
             {"C": C_GRID},
             classifier_path="clf__",
-            fixed_width=True,
             uses_width=True,
         ),
         ModelSpec(
@@ -310,7 +314,6 @@ def _peer_specs() -> list[ModelSpec]:
             _build_nystroem_lr,
             {"C": C_GRID},
             classifier_path="clf__",
-            fixed_width=True,
             uses_width=True,
         ),
     ]
@@ -484,7 +487,7 @@ def build_pipeline(
 
     A model with a fixed feature width (RBFSampler, Nystroem) built with
     ``n_components="auto"`` gets the width the kernel estimator's "auto"
-    gives ``n_train`` rows (:func:`~sklmargin.compare.rbf.feature_width`),
+    gives ``n_train`` rows (:func:`~sklmargin.estimators._kernel.resolve_n_components`),
     the rows of the training split it will be fitted on.
 
     The scaler is part of the pipeline so that it is fitted on the training
@@ -497,7 +500,7 @@ def build_pipeline(
     if spec.fixed_width and settings.n_components == AUTO:
         if n_train is None:
             raise ValueError(f"{spec.name}: n_components='auto' needs n_train")
-        width = feature_width(settings.n_components, n_train)
+        width = resolve_n_components(settings.n_components, n_train)
         settings = replace(settings, n_components=width)
     steps = [("standardscaler", StandardScaler()), ("model", spec.build(settings))]
     if settings.impute is not None:

@@ -4,7 +4,8 @@ Both follow :class:`~sklmargin.KernelMarginSoftmaxClassifier`'s own defaults,
 so that a default ``compare`` run measures the library's default kernel model,
 and its peers with a feature map are as wide as it is:
 
-* **Feature width** (``--n-components``, :func:`feature_width`). ``"auto"``
+* **Feature width** (``--n-components``, resolved by
+  :func:`~sklmargin.estimators._kernel.resolve_n_components`). ``"auto"``
   (the default) is the estimator's ``n_components="auto"``, resolved by the
   estimator itself on the rows of each fit (a CV fold's, the training
   split's). RBFSampler and Nystroem take an integer width, built before any
@@ -28,6 +29,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import Pipeline
 
 from .. import KernelMarginSoftmaxClassifier
+from .._utils.validation import encode_labels
 from ..estimators._kernel import _AUTO_GAMMA_FACTOR, auto_n_components
 from ..features._gamma import scale_gamma
 
@@ -58,55 +60,12 @@ def auto_width_range() -> tuple[int, int]:
     return auto_n_components(1), auto_n_components(np.iinfo(np.int64).max)
 
 
-def feature_width(n_components: int | str, n_train: int) -> int:
-    """Return the width a feature map of ``--n-components`` takes.
-
-    Parameters
-    ----------
-    n_components : int or "auto"
-        The setting; "auto" is ``KernelMarginSoftmaxClassifier``'s law.
-    n_train : int
-        Rows of the fit.
-
-    Returns
-    -------
-    int
-    """
-    if n_components == AUTO:
-        return auto_n_components(n_train)
-    return int(n_components)
-
-
-def parse_width(text: str) -> int | str:
-    """Parse ``--n-components``: a positive integer or ``auto``.
-
-    Raises
-    ------
-    ValueError
-        For anything else.
-    """
-    if text.strip().lower() == AUTO:
-        return AUTO
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"n_components must be >= 1 or 'auto', got {text}")
-    return value
-
-
 def classifier_of(pipeline: Pipeline, classifier_path: str) -> BaseEstimator:
     """Return the classifier inside a ``build_pipeline`` result."""
     model = pipeline.named_steps["model"]
     if classifier_path:
         return model.get_params(deep=True)[classifier_path.rstrip("_")]
     return model
-
-
-def learns_metric(classifier: BaseEstimator) -> bool:
-    """Whether ``classifier`` maps its rows through a learned metric first."""
-    return (
-        isinstance(classifier, KernelMarginSoftmaxClassifier)
-        and classifier.metric is not None
-    )
 
 
 def relative_gamma_base(
@@ -135,16 +94,17 @@ def relative_gamma_base(
     -------
     float
     """
-    rows = clone(pipeline[:-1]).fit_transform(X, y) if len(pipeline) > 1 else X
+    rows = clone(pipeline[:-1]).fit_transform(X, y)  # the scaler (and imputer)
     rows = np.asarray(rows, dtype=np.float64)
     classifier = classifier_of(pipeline, classifier_path)
-    if learns_metric(classifier):
-        _, y_encoded = np.unique(np.asarray(y), return_inverse=True)
-        # The estimator's own step (a private hook of the package): the same
-        # pilot fits, rows and seed as its fit, not a copy of them.
-        rows = clone(classifier)._fit_input_transform(
-            rows, y_encoded, np.ones(rows.shape[0])
-        )
+    if isinstance(classifier, KernelMarginSoftmaxClassifier) and (
+        classifier.metric is not None
+    ):
+        # The estimator's own step (a private hook of the package, which the
+        # CV search uses too): the same pilot fits, rows, class weights and
+        # seed as its fit, not a copy of them.
+        classes, y_encoded = encode_labels(np.asarray(y))
+        rows, _ = clone(classifier)._metric_rows(rows, y_encoded, classes)
     return scale_gamma(rows)
 
 

@@ -17,6 +17,7 @@ from scipy import sparse
 from .._utils.array_api import numpy_dtype, take_rows, to_numpy
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
+from .._utils.validation import check_sample_and_class_weight
 from ..features._centres import CENTRE_SELECTORS
 from ..features._fourier import RandomFourierFeatures
 from ..features._gamma import scale_gamma
@@ -44,6 +45,16 @@ def auto_n_components(n_samples):
     low, high = _AUTO_WIDTH_RANGE
     width = round(_AUTO_WIDTH_PER_ROOT * math.sqrt(int(n_samples)))
     return int(min(high, max(low, width)))
+
+
+def resolve_n_components(n_components, n_samples):
+    """Return the width an ``n_components`` setting gives ``n_samples`` rows.
+
+    ``"auto"`` is :func:`auto_n_components`; an integer is itself.
+    """
+    if n_components == "auto":
+        return auto_n_components(n_samples)
+    return int(n_components)
 
 
 class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
@@ -360,9 +371,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
 
     def _width(self, n_samples):
         """Return the map's width for ``n_samples`` rows (``n_components``)."""
-        if self.n_components == "auto":
-            return auto_n_components(n_samples)
-        return int(self.n_components)
+        return resolve_n_components(self.n_components, n_samples)
 
     def _gamma_is_scale(self):
         """Whether the map resolves ``gamma="scale"`` itself (see ``gamma``)."""
@@ -413,6 +422,23 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             X.shape, numpy_dtype(X.dtype), take, keys
         )
         return apply_input_transform(X, transform, xp, device)
+
+    def _metric_rows(self, X, y_encoded, classes, sample_weight=None, namespace=None):
+        """``(rows, transform)``: learn the metric on ``X`` as :meth:`fit` does.
+
+        The steps of a fit before its feature map (``class_weight`` folded
+        into the sample weights, the metric learned and applied), for callers
+        that need the rows the kernel sees without the rest of the fit: the
+        CV search (per fold and at the refit) and ``compare``'s ``gamma/scale``
+        base. ``namespace`` is ``(xp, device)`` of array API rows, else None.
+        """
+        weights = check_sample_and_class_weight(
+            sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
+        )
+        X = self._fit_input_transform(
+            X, y_encoded, weights, *(namespace or (None, None))
+        )
+        return X, self.input_transform_
 
     def _learn_input_transform(self, shape, input_dtype, take, keys):
         """Learn, store and return ``input_transform_`` (None without a metric).

@@ -23,7 +23,6 @@ from sklearn.utils._param_validation import Interval
 from .._utils.array_api import input_namespace
 from .._utils.compat import StrOptions
 from .._utils.legacy_state import fitted_dtype_name
-from .._utils.validation import check_sample_and_class_weight
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
@@ -383,13 +382,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
     def _learn_metric(self, metric, X, y_encoded, classes, sample_weight, namespace):
         """``(rows, transform)``: learn ``metric`` on these rows, and apply it."""
         learner = self._base_estimator().set_params(metric=metric)
-        weights = check_sample_and_class_weight(
-            sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
-        )
-        X = learner._fit_input_transform(
-            X, y_encoded, weights, *(namespace or (None, None))
-        )
-        return X, learner.input_transform_
+        return learner._metric_rows(X, y_encoded, classes, sample_weight, namespace)
 
     def _fold_preparer(self):
         return self._prepare_fold
