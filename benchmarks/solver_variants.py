@@ -59,7 +59,7 @@ def variant_run(alpha, memory, raw, plain_pilot):
         def stop(intermediate_result):
             z = intermediate_result.x
             if np.array_equal(z, last["z"]) and (
-                _lbfgs._on_sphere(layout, z, last["grad"]) <= tol
+                layout.stationarity(z, last["grad"], normalizes_W=True) <= tol
             ):
                 raise StopIteration
 
@@ -74,7 +74,7 @@ def variant_run(alpha, memory, raw, plain_pilot):
             scaled, x0 / scale, jac=True, method="L-BFGS-B", options=options,
             callback=None if raw else stop,
         )  # fmt: skip
-        grad = _lbfgs._on_sphere(layout, result.x, result.jac)
+        grad = layout.stationarity(result.x, result.jac, normalizes_W=True)
         return _lbfgs.SolverResult(
             scale * result.x, int(result.nit), grad <= 10 * tol, "", grad
         )

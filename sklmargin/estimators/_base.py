@@ -158,6 +158,10 @@ class BaseMarginSoftmax(
     #: Whether the rows are kernel features with |z| ~ 1 (the margin's
     #: ``default_s_kernel`` then replaces ``default_s``).
     _unit_norm_features = False
+    #: Whether the smooth cosine losses run sphere-scaled L-BFGS
+    #: (:func:`~sklmargin.solver.sphere_scaling`): fits decided by the data,
+    #: not by round-off (benchmarks/results_label_stability.md, section 8a).
+    _sphere_scaled_solver = True
 
     # Models saved when the Dask fit named its evaluation count on its own
     # (n_evaluations_dask_) read it from the one record of fit statistics.
@@ -411,10 +415,7 @@ class BaseMarginSoftmax(
             tol=self.tol * (s if s is not None else 1.0),
             warm=warm,
             verbose=self.verbose,
-            # Linear model: sphere-scaled runs (fits decided by the data, not
-            # by round-off: benchmarks/results_label_stability.md, section 8).
-            # The kernel model's fits measured no steadier for it, and slower.
-            sphere=not self._unit_norm_features,
+            sphere=self._sphere_scaled_solver,
         )
         if not np.all(np.isfinite(result.params)):
             raise FloatingPointError(

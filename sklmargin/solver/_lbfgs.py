@@ -82,9 +82,9 @@ class SolverResult:
 def sphere_scaling(objective):
     r"""Per-parameter scale of the sphere-scaled run; None where it does not apply.
 
-    A loss that sees each prototype only through its direction
-    (``margin.normalizes_W``: AM-Softmax, ArcFace, NormFace, ...) is solved in
-    the coordinates ``z = x / D`` with ``D = 1`` on the prototypes and
+    A smooth loss that sees each prototype only through its direction
+    (``margin.normalizes_W``, no kink, no state: AM-Softmax and NormFace) is
+    solved in the coordinates ``z = x / D`` with ``D = 1`` on the prototypes and
 
     .. math::
 
@@ -99,8 +99,9 @@ def sphere_scaling(objective):
     bias-prototype directions, wherever the round-off of its path led it: 1.8 %
     of letter's test labels changed under a 2-ulp change of ``X``. Scaled,
     the same ``tol`` stops at the optimum to the labels' resolution (0.0 %) in
-    fewer iterations. The run then also stops by the gradient at each
-    prototype's own scale (:func:`lbfgs`, ``scale``).
+    fewer iterations (``benchmarks/results_label_stability.md``, section 8).
+    The run then also stops by the gradient at each prototype's own scale
+    (:func:`lbfgs`, ``scale``).
 
     Parameters
     ----------
@@ -118,8 +119,9 @@ def sphere_scaling(objective):
     -------
     ndarray of shape (n_params,) or None
         ``D``; None for losses that depend on the prototype norms (softmax,
-        L-/A-Softmax), for targets with kinks and for stateful margins, whose
-        runs are plain.
+        L-Softmax), for targets with kinks (ArcFace; A-Softmax at
+        ``theta = 0``) and for stateful margins (SV-Softmax), whose runs are
+        plain.
     """
     margin = objective.margin
     if (
@@ -135,22 +137,6 @@ def sphere_scaling(objective):
         s = objective.s if objective.s is not None else 1.0
         bias[:] = s / np.sqrt(layout.n_features)
     return scale
-
-
-def _on_sphere(layout, z, grad_z):
-    """Largest entry of the scaled gradient, prototypes on their sphere.
-
-    ``|v_j| dF/dv_j`` (independent of the prototype norms, which the run lets
-    drift) and the scaled bias gradient ``alpha dF/db``.
-    """
-    coef, _ = layout.unpack(z)
-    grad_coef, grad_bias = layout.unpack(grad_z)
-    largest = float(
-        np.max(np.abs(grad_coef * np.linalg.norm(coef, axis=1)[:, None]), initial=0.0)
-    )
-    if grad_bias is not None:
-        largest = max(largest, float(np.max(np.abs(grad_bias), initial=0.0)))
-    return largest
 
 
 def scaled_problem(fun, scale, last=None):
@@ -170,7 +156,7 @@ def scaled_problem(fun, scale, last=None):
     return scaled
 
 
-def _scaled_lbfgs(fun, x0, scale, layout, *, max_iter, tol, verbose):
+def _scaled_lbfgs(fun, x0, scale, layout, *, tol, options):
     """Run :func:`lbfgs` sphere-scaled; return ``(scipy result, stationarity)``."""
     last = {}
     scaled = scaled_problem(fun, scale, last)
@@ -179,24 +165,22 @@ def _scaled_lbfgs(fun, x0, scale, layout, *, max_iter, tol, verbose):
         # The accepted point is the line search's last evaluation: its
         # gradient is at hand (if not, the test waits one iteration).
         z = intermediate_result.x
-        if np.array_equal(z, last["z"]) and _on_sphere(layout, z, last["grad"]) <= tol:
+        if (
+            np.array_equal(z, last["z"])
+            and layout.stationarity(z, last["grad"], normalizes_W=True) <= tol
+        ):
             raise StopIteration
 
-    options = {
-        "maxiter": max_iter,
-        "gtol": 0.0,  # the callback stops the run (scipy's test is the raw one)
-        "ftol": _FTOL,
-        "maxls": 50,
-        "maxcor": _SPHERE_MEMORY,
-    }
-    if verbose > 1:
-        options["iprint"] = verbose - 1
+    # The callback stops the run (scipy's gtol test is the raw gradient's).
+    options = {**options, "gtol": 0.0, "maxcor": _SPHERE_MEMORY}
     result = minimize(
         scaled, x0 / scale, jac=True, method="L-BFGS-B", options=options,
         callback=stop_when_stationary,
     )  # fmt: skip
     # scipy's jac is the gradient at its x, in the scaled coordinates
-    stationarity = _on_sphere(layout, result.x, result.jac)
+    # |v_j| dF/dv_j and alpha dF/db: the scaled gradient, prototypes on their
+    # sphere (the run lets their norms drift; D = 1 on them).
+    stationarity = layout.stationarity(result.x, result.jac, normalizes_W=True)
     result.x = scale * result.x
     if stationarity <= tol:
         result.message = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL"
@@ -240,15 +224,15 @@ def lbfgs(
         ``converged`` is True only when the gradient test at ``tol`` holds
         (to within a factor of 10 where scipy stopped on round-off).
     """
+    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
+    if verbose > 1:
+        options["iprint"] = verbose - 1
     if scale is not None:
         result, max_abs_grad = _scaled_lbfgs(
-            fun, x0, scale, layout, max_iter=max_iter, tol=tol, verbose=verbose
+            fun, x0, scale, layout, tol=tol, options=options
         )
         raw_max = max_abs_grad
     else:
-        options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
-        if verbose > 1:
-            options["iprint"] = verbose - 1
         result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
         raw_max = float(np.max(np.abs(result.jac), initial=0.0))
         max_abs_grad = (
