@@ -131,9 +131,6 @@ def _nystroem_map(estimator, source, gamma):
             stacklevel=5,
         )
     feature_map = estimator._new_feature_map(estimator.n_components_, gamma)
-    # Report gamma as the in-memory fit does ("scale", or the float it used).
-    if estimator._gamma_is_scale():
-        feature_map.set_params(gamma="scale")
     feature_map.n_features_in_ = source.n_features_in
     feature_map.gamma_ = gamma
     return feature_map._fit_centres(centres, source.dtype), sampled
@@ -158,10 +155,6 @@ def fit_feature_map_dask(estimator, source, sw_total):
         # zeros draws the in-memory fit's, under the resolved gamma.
         feature_map = estimator._new_feature_map(estimator.n_components_, gamma)
         feature_map.fit(np.zeros((1, source.n_features_in), dtype=dtype))
-        # Report gamma as the in-memory fit does ("scale", or the float it
-        # used); gamma_ is resolved.
-        if estimator._gamma_is_scale():
-            feature_map.set_params(gamma="scale")
     elif approximation == "nystroem":
         feature_map, sampled = _nystroem_map(estimator, source, gamma)
         estimator.nystroem_basis_sampled_ = sampled
@@ -169,5 +162,9 @@ def fit_feature_map_dask(estimator, source, sw_total):
         raise NotImplementedError(
             f"kernel_approximation={approximation!r} has no Dask path yet."
         )
+    # Report gamma as the in-memory fit does ("scale", or the float it used);
+    # gamma_ is the resolved value either way.
+    if estimator._gamma_is_scale():
+        feature_map.set_params(gamma="scale")
     estimator.feature_map_ = feature_map
     return feature_map._n_features_out
