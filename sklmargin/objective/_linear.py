@@ -278,25 +278,39 @@ class LinearMarginObjective(ObjectiveBase):
         with np.errstate(over="ignore", invalid="ignore"):
             return self.margin.logit_scale(self.s, norms, w_norm)
 
-    def _largest_logit(self, cos, w_norm):
-        """Bound on the logits' size: the largest scale (times the largest raw logit).
+    def _largest_logit(self, top, w_norm):
+        """Bound on the logits' size: the largest scale (times ``top``).
 
         Cosines are bounded by 1, so the scale alone decides; the raw logits of
         the softmax family are not: float32 rows of 1e20 give finite raw logits
         near the dtype's top that the scale ``t`` then overflows (found by the
-        fuzzer).
+        fuzzer). ``top`` is their largest size (:meth:`_largest_raw_logit`).
         """
         largest = self._largest_scale(w_norm)
         if self.margin.uses_angle:
             return largest
-        xp = self.xp or np
         with np.errstate(over="ignore", invalid="ignore"):
-            top = float(xp.max(xp.abs(cos)))
             return np.max(np.abs(np.asarray(largest, dtype=np.float64))) * top
+
+    def _largest_raw_logit(self, cos):
+        """``max |cos|`` as a Python float: one pass over the ``n x K`` logits.
+
+        NaN propagates through the maximum (NumPy's, and the array API
+        standard's for every namespace), so a non-finite result also says that
+        some logit is inf or NaN: this one reduction serves both the overflow
+        check of :meth:`_forward` and the bound of :meth:`_largest_logit`
+        (they were two passes, an ``isfinite`` and a ``max``).
+        """
+        xp = self.xp or np
+        with np.errstate(over="ignore", invalid="ignore"):  # as the old max was
+            return float(xp.max(xp.abs(cos)))
 
     def _forward(self, params):
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
         coef, _ = self.unpack(params)
+        # float32 rows are judged against their dtype; float64 ones pay no pass
+        narrow = self.dtype != np.float64
+        top = None  # the largest raw logit, for the softmax family only
         if self.margin.uses_angle:
             # the rows were lifted and normalised once (prepare_rows)
             cos, _, w_norm = lifted_cosines(self.X, coef, unit_rows=True)
@@ -307,17 +321,16 @@ class LinearMarginObjective(ObjectiveBase):
             # is NaN (OpenBLAS's Sandybridge kernels sum in such an order).
             with np.errstate(over="ignore", invalid="ignore"):
                 cos = times_transposed(self.X, coef, self.X.dtype)
-            xp = self.xp or np
-            if self.dtype != np.float64 and not bool(xp.all(xp.isfinite(cos))):
+            top = self._largest_raw_logit(cos) if narrow else None
+            if narrow and not np.isfinite(top):
                 # Raw logits of float32 rows of 1e20 and a line-search trial's
                 # coefficients overflow float32 (found by the fuzzer): in the
                 # wide dtype they are a large finite objective L-BFGS
                 # backtracks from.
                 cos = times_transposed(self._widened(self.X), coef, self.wide)
+                top = self._largest_raw_logit(cos)
         norms = self.norms
-        if self.dtype != np.float64 and not _scale_fits(
-            self._largest_logit(cos, w_norm), self.dtype
-        ):
+        if narrow and not _scale_fits(self._largest_logit(top, w_norm), self.dtype):
             # A line-search trial far out (L-Softmax's |x||w|, huge |w|, float32
             # rows of 1e20), or an s beyond float32 on tiny rows (A-Softmax's
             # s |x|), would overflow the dtype: evaluated in float64, it is a
