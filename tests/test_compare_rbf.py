@@ -187,7 +187,9 @@ def test_a_tuned_gamma_overrides_auto_and_reads_as_its_multiple():
     gamma = result.best_params["model__gamma"]
     multiple = result.reported_params["gamma/scale"]
     assert multiple in rbf.KERNEL_GAMMA_MULTIPLIERS
-    assert gamma == pytest.approx(multiple * result.gamma_base)
+    # the base tune() multiplied: the same rows, pilot fits and seed again
+    base = rbf.relative_gamma_base(pipeline, spec.classifier_path, X, y)
+    assert gamma == pytest.approx(multiple * base, rel=1e-9)
     pipeline.set_params(**result.best_params)
     model = pipeline.fit(X, y).named_steps["model"]
     assert model.gamma == gamma and model.feature_map_.gamma == pytest.approx(gamma)
