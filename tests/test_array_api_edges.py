@@ -162,3 +162,56 @@ def test_torch_with_scikit_learns_vendored_array_api_compat(
         np.testing.assert_allclose(
             vendored[method], reference[method], rtol=1e-12, atol=1e-14
         )
+
+
+# Float32 rows of 1e20 overflow by construction: the guard must keep every
+# result finite (array-api-strict may say so in a RuntimeWarning).
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("namespace", ["array_api_strict", "torch"])
+@pytest.mark.parametrize("trial", ["finite raw logits", "overflowing raw logits"])
+def test_softmax_far_trials_on_a_device_without_float64(namespace, trial, monkeypatch):
+    """Defect d7 and its overflowing sibling, on a device without float64.
+
+    On float32 rows of 1e20, a trial's raw logits either overflow float32
+    (widened on the host by the NumPy fit) or stay finite near float32's top
+    and the scale ``t = 4`` overflows them (d7). Where the device has no
+    float64 (Apple's MPS, emulated), the objective has no wider dtype there:
+    it used to return inf/NaN; it now evaluates the trial on the host as the
+    NumPy objective does (the angle losses' far trials already did).
+    """
+    import sklmargin._utils.array_api as array_api
+    from sklmargin.losses._registry import get_margin
+    from sklmargin.objective import LinearMarginObjective
+    from sklmargin.objective._rows import prepare_rows
+
+    if namespace == "torch":
+        xp = pytest.importorskip("torch", reason="needs torch")
+        device = "cpu"
+    else:
+        xp = pytest.importorskip("array_api_strict", reason="needs array-api-strict")
+        device = xp.Device("CPU_DEVICE")
+    rng = np.random.default_rng(0)
+    n, d, k = 30, 4, 3
+    X = (rng.standard_normal((n, d)) * 1e20).astype(np.float32)
+    y = np.arange(n) % k
+    settings = (k, np.ones(n), get_margin("softmax"), 0.0, 4.0, 1.0, True)
+    # The largest raw logit: 1e38 is finite in float32 (whose top is 3.4e38)
+    # and beyond it times t = 4; 1e39 is inf there.
+    top = 1e38 if trial == "finite raw logits" else 1e39
+    coef = rng.standard_normal((k, d))
+    coef *= top / np.max(np.abs(X.astype(np.float64) @ coef.T))
+    params = np.concatenate([coef.ravel(), np.zeros(k)])
+    on_host = LinearMarginObjective(prepare_rows(X, normalize=False), y, *settings)
+    expected = on_host.loss_gradient(params)
+    assert np.isfinite(expected[0]) and np.all(np.isfinite(expected[1]))
+    monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
+    rows = prepare_rows(xp.asarray(X, device=device), normalize=False)
+    objective = LinearMarginObjective(rows, xp.asarray(y, device=device), *settings)
+    value, grad = objective.loss_gradient(params)
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    # the same float64 host evaluation as the NumPy objective's
+    np.testing.assert_allclose(value, expected[0], rtol=1e-12)
+    np.testing.assert_allclose(grad, expected[1], rtol=1e-12, atol=0)
+    assert objective.value_and_state(params)[0] == pytest.approx(value, rel=1e-12)
+    bias_problem = objective.intercept_problem(params)
+    assert np.isfinite(bias_problem(np.zeros(k))[0])

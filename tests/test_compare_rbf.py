@@ -109,6 +109,41 @@ def test_feature_map_peers_are_as_wide_as_ours_on_the_training_split(n_train):
         build_pipeline(registry[PEERS_WITH_WIDTH[0]], CompareSettings())
 
 
+def test_the_run_time_probe_fits_at_the_runs_width(monkeypatch):
+    """The probe fits few rows, but at the width of the run's training split.
+
+    ``"auto"`` resolved on the probe's rows was the law's narrowest width:
+    the estimate was low on a split large enough for a wider one.
+    """
+    from sklmargin.compare import estimate
+    from sklmargin.compare.datasets import Dataset
+
+    n_train = 20_000
+    width = auto_n_components(n_train)
+    assert width > auto_n_components(estimate.PROBE_ROWS)
+    X, y = _data(n_train, n_features=6)
+    dataset = Dataset("large", X, y, X[:30], y[:30])
+    registry = model_registry()
+    names = (*PEERS_WITH_WIDTH, "kernel:am-softmax", "LogisticRegression")
+    built = {}
+
+    def recording(spec, settings, n_train=None):
+        pipeline = build_pipeline(spec, settings, n_train)
+        params = pipeline.named_steps["model"].get_params()
+        built[spec.name] = params.get(
+            "n_components", params.get("features__n_components")
+        )
+        return pipeline
+
+    monkeypatch.setattr(estimate, "build_pipeline", recording)
+    settings = CompareSettings(max_iter=20)
+    estimates, _ = estimate.probe_estimates(
+        [dataset], [registry[name] for name in names], settings
+    )
+    assert built == {**dict.fromkeys(names[:3], width), names[3]: None}
+    assert all(seconds is not None and seconds > 0 for seconds in estimates)
+
+
 def test_gamma_base_is_the_scale_the_default_fit_doubles():
     X, y = _data()
     settings = CompareSettings(n_components=30)
@@ -152,7 +187,9 @@ def test_a_tuned_gamma_overrides_auto_and_reads_as_its_multiple():
     gamma = result.best_params["model__gamma"]
     multiple = result.reported_params["gamma/scale"]
     assert multiple in rbf.KERNEL_GAMMA_MULTIPLIERS
-    assert gamma == pytest.approx(multiple * result.gamma_base)
+    # the base tune() multiplied: the same rows, pilot fits and seed again
+    base = rbf.relative_gamma_base(pipeline, spec.classifier_path, X, y)
+    assert gamma == pytest.approx(multiple * base, rel=1e-9)
     pipeline.set_params(**result.best_params)
     model = pipeline.fit(X, y).named_steps["model"]
     assert model.gamma == gamma and model.feature_map_.gamma == pytest.approx(gamma)

@@ -67,6 +67,31 @@ def test_the_fit_takes_the_width_of_its_row_count(small_law):
     assert fixed.n_components_ == 20
 
 
+def test_every_fitted_kernel_model_has_its_width(small_law):
+    """``n_components_`` is set by every fit, a CV fold's path models included.
+
+    Those are fitted on rows another estimator mapped (the fold's map): the
+    width used to be set only where a map was made, so they had none, and
+    ``refit=False`` at ``n_components="auto"`` failed in their copy (the
+    old-pickle fill-in took ``int("auto")``).
+    """
+    from sklmargin import KernelMarginSoftmaxClassifierCV
+
+    X, y = _data()
+    search = KernelMarginSoftmaxClassifierCV(
+        gammas=[1.0], ms=[0.05], ss=[30.0], metric=None, cv=2, refit=False,
+        random_state=0,
+    )  # fmt: skip
+    search = _fit(search, X, y)
+    widths = [model.n_components_ for model in search.estimators_]
+    # 150 training rows per fold: round(2 sqrt(150)) = 24 under the small law
+    assert widths == [model.feature_map_.n_components for model in search.estimators_]
+    assert widths == [24, 24]
+    mapper = KernelMarginSoftmaxClassifier(random_state=0)
+    mapper._fold_features(X, None, X[:10])
+    assert not hasattr(mapper, "n_components_")  # it made a map, fitted no model
+
+
 def test_auto_gamma_is_scale_without_a_metric():
     """Without a metric "auto" is the model of earlier releases, bit for bit."""
     X, y = _data()

@@ -25,7 +25,7 @@ from .models import format_model_list, grid_size_note, model_registry, resolve_m
 from .plot import check_plot_path, plot_results
 from .progress import Progress
 from .protocol import run_comparison
-from .rbf import AUTO, AUTO_GAMMA_FACTOR, auto_width_range
+from .rbf import AUTO, auto_width_range, describe_gamma_bases
 from .report import (
     check_output_path,
     environment_info,
@@ -224,12 +224,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     protocol.add_argument(
         "--grid", action="append", default=[], metavar="MODEL.PARAM=VALUES",
         help="with --tune: replace one grid, e.g. 'margin:am-softmax.s=30,100,300' "
-        "or 'SVC.gamma/scale=1,4,16' (gamma as multiples of the 'scale' value "
-        "1/(d Var) of the rows the kernel sees: kernel:* after its learned "
-        f"metric, where its default gamma='auto' is {AUTO_GAMMA_FACTOR:g}; "
-        "'kernel:*.gamma=0.1,1' "
-        "sets plain values); MODEL may be a glob; repeatable. Grids of "
-        "different sizes are reported",
+        # what gamma/scale multiplies: the report's sentence, written once
+        f"or 'SVC.gamma/scale=1,4,16' ({describe_gamma_bases()}; "
+        "'kernel:*.gamma=0.1,1' sets plain values); MODEL may be a glob; "
+        "repeatable. Grids of different sizes are reported",
     )  # fmt: skip
     protocol.add_argument(
         "--n-jobs", type=int, default=1, metavar="N",

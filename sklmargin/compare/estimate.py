@@ -16,10 +16,12 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..estimators._kernel import resolve_n_components
 from .clock import format_duration
 from .datasets import Dataset
 from .models import ModelSpec, build_pipeline, grid_size
@@ -93,7 +95,7 @@ def probe_estimates(
                     continue
                 try:
                     fit_start = time.perf_counter()
-                    build_pipeline(spec, settings, n_rows).fit(X, y)
+                    _probe_pipeline(spec, settings, dataset.n_train).fit(X, y)
                     seconds = time.perf_counter() - fit_start
                 except Exception:  # e.g. a class missing from the subset
                     estimates.append(None)
@@ -110,6 +112,22 @@ def probe_estimates(
                 )
                 estimates.append(sum(scaled))
     return estimates, time.perf_counter() - start
+
+
+def _probe_pipeline(spec: ModelSpec, settings: CompareSettings, n_train: int):
+    """Return the model as the probe fits it: at the width the run will use.
+
+    The width the whole training split resolves (that of the timed final fit;
+    for RBFSampler/Nystroem that of every fit): ``"auto"`` resolved on the
+    probe's few rows would be the law's narrowest width
+    (:func:`~sklmargin.estimators._kernel.auto_n_components`), where a large
+    split takes a wider one, and the estimate would be low there. A Nyström
+    map still keeps at most the probe's rows as centres.
+    """
+    if spec.uses_width:
+        width = resolve_n_components(settings.n_components, n_train)
+        settings = replace(settings, n_components=width)
+    return build_pipeline(spec, settings)
 
 
 def describe_estimate(seconds: float, probe_time: float) -> str:

@@ -101,10 +101,6 @@ class TuneResult:
         included).
     notes : list of str
         Warnings raised during the search.
-    gamma_base : float or None, default=None
-        The "scale" value the ``gamma/scale`` multiples multiplied
-        (:func:`~sklmargin.compare.rbf.relative_gamma_base`); None without
-        that key.
     """
 
     best_params: dict
@@ -112,7 +108,6 @@ class TuneResult:
     cv_accuracy: float
     tune_time: float
     notes: list = field(default_factory=list)
-    gamma_base: float | None = None
 
 
 def tune(
@@ -186,7 +181,6 @@ def tune(
         cv_accuracy=float(search.best_score_),
         tune_time=elapsed,
         notes=notes,
-        gamma_base=base,
     )
 
 

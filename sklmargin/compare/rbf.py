@@ -109,7 +109,7 @@ def relative_gamma_base(
 
 
 def describe_gamma_bases() -> str:
-    """Return the report's statement of what ``gamma/scale`` multiplies."""
+    """Return what ``gamma/scale`` multiplies: the report's and ``--help``'s words."""
     return (
         "gamma as multiples of the 'scale' value 1/(d Var) of the rows the "
         "kernel sees: SVC the standardised training split, kernel:* those rows "

@@ -515,9 +515,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         n_samples = X.shape[0]
         dtype = self._resolve_compute_dtype(n_samples, numpy_dtype(X.dtype))
         X = self._map_input(X, dtype, xp)
-        self.n_components_ = self._width(n_samples)
         gamma = self._map_gamma(lambda: scale_gamma(X, sample_weight))
-        feature_map = self._new_feature_map(self.n_components_, gamma)
+        feature_map = self._new_feature_map(self._width(n_samples), gamma)
         return feature_map.fit(X, sample_weight=sample_weight), X
 
     def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
@@ -526,6 +525,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         else:
             self.feature_map_, X = self._fitted_map(X, sample_weight, xp)
             features = self.feature_map_.transform(X)
+        # Read off the map the model keeps, not set where a map is made: a CV
+        # fold's map is made by another estimator (_fold_features) and its
+        # path models, fitted on the premapped rows, need the width too.
+        self.n_components_ = int(self.feature_map_.n_components)
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features
 

@@ -26,7 +26,7 @@ from ._pointwise import (
     checked_logit_scale,
     pointwise_loss_gradient,
 )
-from ._rows import PreparedRows, lifted_cosines, prototype_norms, times_transposed
+from ._rows import PreparedRows, lifted_cosines, times_transposed
 
 array_namespace = array_api_compat.array_namespace
 
@@ -278,25 +278,44 @@ class LinearMarginObjective(ObjectiveBase):
         with np.errstate(over="ignore", invalid="ignore"):
             return self.margin.logit_scale(self.s, norms, w_norm)
 
-    def _largest_logit(self, cos, w_norm):
-        """Bound on the logits' size: the largest scale (times the largest raw logit).
+    def _largest_logit(self, top, w_norm):
+        """Bound on the logits' size: the largest scale (times ``top``).
 
         Cosines are bounded by 1, so the scale alone decides; the raw logits of
         the softmax family are not: float32 rows of 1e20 give finite raw logits
         near the dtype's top that the scale ``t`` then overflows (found by the
-        fuzzer).
+        fuzzer). ``top`` is their largest size (:meth:`_largest_raw_logit`).
         """
         largest = self._largest_scale(w_norm)
         if self.margin.uses_angle:
             return largest
-        xp = self.xp or np
         with np.errstate(over="ignore", invalid="ignore"):
-            top = float(xp.max(xp.abs(cos)))
             return np.max(np.abs(np.asarray(largest, dtype=np.float64))) * top
 
+    def _largest_raw_logit(self, cos):
+        """``max |cos|`` as a Python float: one pass over the ``n x K`` logits.
+
+        NaN propagates through the maximum (NumPy's, and the array API
+        standard's for every namespace), so a non-finite result also says that
+        some logit is inf or NaN: this one reduction serves both the overflow
+        check of :meth:`_forward` and the bound of :meth:`_largest_logit`
+        (they were two passes, an ``isfinite`` and a ``max``).
+        """
+        xp = self.xp or np
+        with np.errstate(over="ignore", invalid="ignore"):  # as the old max was
+            return float(xp.max(xp.abs(cos)))
+
     def _forward(self, params):
-        """Cosines (raw logits for softmax), logit scale, W_hat and |w|."""
+        """Cosines (raw logits for softmax), logit scale, W_hat and |w|.
+
+        None for a trial that would overflow float32 rows on a device without
+        float64 (Apple's MPS), where they cannot be widened: the caller then
+        evaluates it on the host (:meth:`_host_objective`).
+        """
         coef, _ = self.unpack(params)
+        # float32 rows are judged against their dtype; float64 ones pay no pass
+        narrow = self.dtype != np.float64
+        top = None  # the largest raw logit, for the softmax family only
         if self.margin.uses_angle:
             # the rows were lifted and normalised once (prepare_rows)
             cos, _, w_norm = lifted_cosines(self.X, coef, unit_rows=True)
@@ -307,27 +326,35 @@ class LinearMarginObjective(ObjectiveBase):
             # is NaN (OpenBLAS's Sandybridge kernels sum in such an order).
             with np.errstate(over="ignore", invalid="ignore"):
                 cos = times_transposed(self.X, coef, self.X.dtype)
-            xp = self.xp or np
-            if self.dtype != np.float64 and not bool(xp.all(xp.isfinite(cos))):
+            top = self._largest_raw_logit(cos) if narrow else None
+            if narrow and not np.isfinite(top):
                 # Raw logits of float32 rows of 1e20 and a line-search trial's
                 # coefficients overflow float32 (found by the fuzzer): in the
                 # wide dtype they are a large finite objective L-BFGS
                 # backtracks from.
+                if not self._can_widen:
+                    return None
                 cos = times_transposed(self._widened(self.X), coef, self.wide)
+                top = self._largest_raw_logit(cos)
         norms = self.norms
-        if self.dtype != np.float64 and not _scale_fits(
-            self._largest_logit(cos, w_norm), self.dtype
-        ):
+        if narrow and not _scale_fits(self._largest_logit(top, w_norm), self.dtype):
             # A line-search trial far out (L-Softmax's |x||w|, huge |w|, float32
             # rows of 1e20), or an s beyond float32 on tiny rows (A-Softmax's
             # s |x|), would overflow the dtype: evaluated in float64, it is a
             # large finite objective L-BFGS backtracks from, not inf/NaN.
+            if not self._can_widen:
+                return None
             cos, norms = self._widened(cos), self._widened(norms)
         with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: see above
             scale = self.margin.logit_scale(
                 self.s, norms, self._to_device(w_norm, self.wide)
             )
         return cos, scale, w_hat, w_norm
+
+    @property
+    def _can_widen(self):
+        """Whether the rows' device has a wider dtype than theirs (MPS: not)."""
+        return self.wide != self.X.dtype
 
     def _widened(self, array):
         if array is None:
@@ -345,23 +372,19 @@ class LinearMarginObjective(ObjectiveBase):
             targets=self.targets, **kwargs,
         )  # fmt: skip
 
-    def _host_objective(self, params):
-        """Return the NumPy objective on host rows for a trial the device cannot hold.
+    def _host_objective(self):
+        """Return the NumPy objective on host rows, for a trial the device cannot hold.
 
-        None unless ``params`` is a trial whose logit scale overflows float32
-        rows on a device without float64 (Apple's MPS), where the widening of
-        :meth:`_forward` is impossible. Then the trial is evaluated as the NumPy
-        fit evaluates it, in float64 on the host: a large finite objective
-        L-BFGS backtracks from, never NaN. The rows are copied to the host for
-        that evaluation only (a rare copy, not kept: on unified memory it would
+        Where :meth:`_forward` gives None: a trial whose logits overflow float32
+        rows on a device without float64 (Apple's MPS), a large logit scale or,
+        for the softmax family, large raw logits (float32 rows of 1e20, found
+        by the fuzzer). It is evaluated as the NumPy fit evaluates it, in float64
+        on the host: a large finite objective L-BFGS backtracks from, never NaN.
+        The decision needs the device's raw logits, so that trial pays one
+        wasted forward GEMM; the rows are copied to the host for that
+        evaluation only (a rare copy, not kept: on unified memory it would
         double the rows).
         """
-        if self.dtype == np.float64 or self.wide != self.X.dtype:
-            return None
-        coef, _ = self.unpack(params)
-        w_norm = prototype_norms(coef) if self.margin.uses_angle else None
-        if _scale_fits(self._largest_scale(w_norm), self.dtype):
-            return None
         norms = None if self.norms is None else to_numpy(self.norms)
         rows = PreparedRows(to_numpy(self.X), norms, self.constant)
         return self._on(rows, to_numpy(self.y), self.margin)
@@ -375,11 +398,12 @@ class LinearMarginObjective(ObjectiveBase):
         with this state.
         """
         self.n_evaluations += 1
-        if (host := self._host_objective(params)) is not None:
+        if (forward := self._forward(params)) is None:
+            host = self._host_objective()
             value, state = host.value_and_state(params, lam=lam)
             state = None if state is None else to_device(state, self.xp, self.device)
             return value, self._state(state, to_device=True)
-        cos, scale, _, _ = self._forward(params)
+        cos, scale, _, _ = forward
         result = self._pointwise(cos, scale, self.unpack(params)[1], lam=lam)
         return result.loss + self.penalty(params), self._state(result.state, True)
 
@@ -390,12 +414,12 @@ class LinearMarginObjective(ObjectiveBase):
         non-target state fixed (None recomputes it at this point).
         """
         self.n_evaluations += 1
-        if (host := self._host_objective(params)) is not None:
+        if (forward := self._forward(params)) is None:
             state = self._state(state, to_device=False)
             state = None if state is None else to_numpy(state)
-            return host.loss_gradient(params, lam=lam, state=state)
+            return self._host_objective().loss_gradient(params, lam=lam, state=state)
         depends_on_w = self.margin.scale_depends_on_w
-        cos, scale, w_hat, w_norm = self._forward(params)
+        cos, scale, w_hat, w_norm = forward
         result = self._pointwise(
             cos, scale, self.unpack(params)[1], lam=lam, state=state,
             return_scale_grad=depends_on_w,
@@ -436,9 +460,9 @@ class LinearMarginObjective(ObjectiveBase):
         fits would then start apart and end apart (iris ArcFace: 0.06 in
         ``coef_``). The margin is unsoftened and its state recomputed.
         """
-        if (host := self._host_objective(params)) is not None:
-            return host.intercept_problem(params)
-        cos, scale, _, _ = self._forward(params)
+        if (forward := self._forward(params)) is None:
+            return self._host_objective().intercept_problem(params)
+        cos, scale, _, _ = forward
         xp = self.xp or array_namespace(cos)
         cos = xp.astype(cos, self.wide)
         scale = xp.asarray(scale, dtype=self.wide, device=self.device)

@@ -245,11 +245,9 @@ def lbfgs(
     converged = raw_max <= tol or (
         result.status in (0, 2) and max_abs_grad <= _STALL_FACTOR * tol
     )
-    message = result.message
-    if isinstance(message, bytes):  # older scipy
-        message = message.decode()
+    # L-BFGS-B's message is a str in every supported scipy (bytes before 1.6)
     return SolverResult(
-        result.x, int(result.nit), converged, str(message), max_abs_grad
+        result.x, int(result.nit), converged, result.message, max_abs_grad
     )
 
 
