@@ -1,4 +1,4 @@
-"""The linear probe on a GPU: NumPy on the CPU against torch tensors on cuda.
+"""The linear probe (and the kernel machine) on a GPU: NumPy against torch cuda.
 
 Frozen embeddings often stay in torch tensors on the GPU that computed them.
 With scikit-learn's array API dispatch our classifiers fit and predict on the
@@ -13,7 +13,12 @@ dimensions, 100 classes, labelled by a random linear teacher):
   NumPy float32 rows with one BLAS thread, and on the same rows as a cuda
   tensor (float32);
 * ``LogisticRegressionCV(Cs=10, cv=3)`` on NumPy, one thread, for reference
-  (up to 20,000 training rows).
+  (up to 20,000 training rows);
+* with ``--kernel-sets NAMES`` (the data sets of ``kernel_targets.py``:
+  ``NAME.npz`` in ``--data`` or ``synthetic``), ``KernelMarginSoftmaxClassifier
+  (random_state=0)`` and ``KernelMarginSoftmaxClassifierCV(random_state=0)`` on
+  the rows standardised by a ``StandardScaler`` fitted on the training rows
+  (NumPy, float32 after it), NumPy against cuda as above (no peer).
 
 Per fit: wall seconds (cuda work synchronised before the clock stops),
 CPU seconds of the process (``time.process_time``), L-BFGS iterations (for the
@@ -28,6 +33,8 @@ data folder)::
     python benchmarks/embeddings_gpu.py --data ../shared/data \\
         --datasets clip_vitb32_caltech101,clip_vitb32_ucf101_midframes \\
         --synthetic 100000 [--repeats 3]
+    python benchmarks/embeddings_gpu.py --data ../shared/data \\
+        --kernel-sets letter,synthetic --repeats 1
 
 Without a visible GPU the cuda rows are skipped with a printed line.
 """
@@ -46,14 +53,35 @@ import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
 from _common import add_data_argument, command_line, machine, now, versions  # noqa: E402
 from sklearn.linear_model import LogisticRegressionCV  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from sklmargin import MarginSoftmaxClassifier, MarginSoftmaxClassifierCV  # noqa: E402
+from sklmargin import (  # noqa: E402
+    KernelMarginSoftmaxClassifier,
+    KernelMarginSoftmaxClassifierCV,
+    MarginSoftmaxClassifier,
+    MarginSoftmaxClassifierCV,
+)
 from sklmargin.compare.datasets import load_npz  # noqa: E402
 
 MODELS = {
     "ours": MarginSoftmaxClassifier,
     "ours_cv": MarginSoftmaxClassifierCV,
 }
+KERNEL_MODELS = {
+    "kernel": lambda: KernelMarginSoftmaxClassifier(random_state=0),
+    "kernel_cv": lambda: KernelMarginSoftmaxClassifierCV(random_state=0),
+}
+
+
+def kernel_set(data_dir, name):
+    """A kernel benchmark split, standardised on its training rows, float32."""
+    from kernel_targets import split_of
+
+    X_train, y_train, X_test, y_test = split_of(data_dir, name)
+    scaler = StandardScaler().fit(X_train)
+    X_train = scaler.transform(X_train).astype(np.float32)
+    X_test = scaler.transform(X_test).astype(np.float32)
+    return X_train, y_train, X_test, y_test
 
 
 def synthetic(n, d=512, n_classes=100, noise=0.2, seed=0):
@@ -92,7 +120,7 @@ def _iterations(model):
     return int(np.max(inner.n_iter_))
 
 
-def run(name, data, repeats, torch):
+def run(name, data, repeats, torch, models=MODELS, peer=True):
     X_train, y_train, X_test, y_test = data
     print(
         f"{name}: {X_train.shape[0]} train / {X_test.shape[0]} test rows, "
@@ -100,7 +128,7 @@ def run(name, data, repeats, torch):
         flush=True,
     )
     cuda = torch is not None and torch.cuda.is_available()
-    for model_name, make in MODELS.items():
+    for model_name, make in models.items():
         reference = None
         backends = ["numpy", "cuda"] if cuda else ["numpy"]
         for backend in backends:
@@ -140,6 +168,8 @@ def run(name, data, repeats, torch):
             )
         if not cuda:
             print(f"  {model_name:8s} cuda   skipped: no CUDA device visible to torch")
+    if not peer:
+        return
     if X_train.shape[0] > 20_000:  # minutes of liblinear-free lbfgs on one core
         print(f"  {'lrcv':8s} numpy  skipped above 20,000 training rows")
         return
@@ -163,6 +193,7 @@ def main():
     parser.add_argument("--datasets", default="")
     parser.add_argument("--synthetic", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--kernel-sets", default="")
     args = parser.parse_args()
     try:
         import torch
@@ -181,6 +212,9 @@ def main():
     if args.synthetic:
         run(f"synthetic {args.synthetic} x 512", synthetic(args.synthetic),
             args.repeats, torch)  # fmt: skip
+    for name in filter(None, args.kernel_sets.split(",")):
+        run(name, kernel_set(args.data, name), args.repeats, torch,
+            KERNEL_MODELS, peer=False)  # fmt: skip
 
 
 if __name__ == "__main__":
