@@ -124,6 +124,27 @@ def versions() -> str:
     )
 
 
+def study_cells(path: str, column: str):
+    """A study's JSON lines as ``(sets, names, cell)`` for its summary table.
+
+    ``sets`` and ``names`` are the data sets and the values of ``column`` in
+    the order they first appear; ``cell[(name, set)]`` is that line.
+    """
+    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
+    sets = list(dict.fromkeys(r["dataset"] for r in rows))
+    names = list(dict.fromkeys(r[column] for r in rows))
+    return sets, names, {(r[column], r["dataset"]): r for r in rows}
+
+
+def summarised_or_started(args: argparse.Namespace, summary: Callable) -> bool:
+    """Print ``--summary FILE``'s tables (True), or a run's header line (False)."""
+    if args.summary:
+        summary(args.summary)
+        return True
+    print(f"# {now()}; {machine()}; {versions()}", flush=True)
+    return False
+
+
 def blas_line(threads: int | None) -> str:
     """The line every script prints: how many BLAS/OpenMP threads it runs with."""
     if not threads:

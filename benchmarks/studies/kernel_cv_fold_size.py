@@ -38,7 +38,7 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import add_data_argument, machine, now, pinned_blas, versions  # noqa: E402
+from _common import add_data_argument, pinned_blas, summarised_or_started  # noqa: E402
 from kernel_default_candidates import HELD_OUT  # noqa: E402
 from kernel_targets import split_of  # noqa: E402
 
@@ -130,10 +130,8 @@ def main():
     parser.add_argument("--runs", default="segment")
     parser.add_argument("--summary", metavar="FILE")
     args = parser.parse_args()
-    if args.summary:
-        summary(args.summary)
+    if summarised_or_started(args, summary):
         return
-    print(f"# {now()}; {machine()}; {versions()}", flush=True)
     with pinned_blas(1, announce=False), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for spec in args.runs.split(","):

@@ -43,7 +43,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import add_data_argument, pinned_blas  # noqa: E402
+from _common import add_data_argument, pinned_blas, study_cells  # noqa: E402
 from kernel_targets import DATASETS, split_of  # noqa: E402
 
 from sklmargin import KernelMarginSoftmaxClassifier  # noqa: E402
@@ -130,10 +130,7 @@ def run(name, split, svc_acc, candidates):
 
 def summary(path):
     """A Markdown table: candidates x sets of the difference to SVC, the mean."""
-    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    sets = list(dict.fromkeys(r["dataset"] for r in rows))
-    names = list(dict.fromkeys(r["candidate"] for r in rows))
-    cell = {(r["candidate"], r["dataset"]): r for r in rows}
+    sets, names, cell = study_cells(path, "candidate")
     out = [
         "| candidate | " + " | ".join(sets) + " | mean | fit CPU s, sum |",
         "|---|" + "---|" * (len(sets) + 2),
@@ -150,7 +147,8 @@ def summary(path):
     out.append(
         "SVC % (C=10, scale): "
         + ", ".join(
-            f"{d} {rows[[r['dataset'] for r in rows].index(d)]['svc']:.2f}"
+            # any candidate's line of a set carries the set's SVC accuracy
+            f"{d} {next(r for (_, e), r in cell.items() if e == d)['svc']:.2f}"
             for d in sets
         )
     )

@@ -42,7 +42,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import add_data_argument, machine, now, pinned_blas, versions  # noqa: E402
+from _common import (  # noqa: E402
+    add_data_argument,
+    pinned_blas,
+    study_cells,
+    summarised_or_started,
+)
 from kernel_targets import DATASETS, split_of  # noqa: E402
 
 from sklmargin import KernelMarginSoftmaxClassifier, NystroemFeatures  # noqa: E402
@@ -131,10 +136,7 @@ def run(name, split, names):
 
 def summary(path):
     """Per set: accuracy, width and CPU of each variant; means over the sets."""
-    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    sets = list(dict.fromkeys(r["dataset"] for r in rows))
-    names = list(dict.fromkeys(r["variant"] for r in rows))
-    cell = {(r["variant"], r["dataset"]): r for r in rows}
+    sets, names, cell = study_cells(path, "variant")
     head = " | ".join(f"{n}: % / width / fit s / predict s" for n in names)
     out = [
         f"| data set | residual | {head} |",
@@ -175,10 +177,8 @@ def main():
     parser.add_argument("--variants", default="default,cut1e-4,cut1e-3,x2,x2_cut1e-3")
     parser.add_argument("--summary", metavar="FILE")
     args = parser.parse_args()
-    if args.summary:
-        summary(args.summary)
+    if summarised_or_started(args, summary):
         return
-    print(f"# {now()}; {machine()}; {versions()}", flush=True)
     with pinned_blas(1, announce=False):
         for name in args.datasets.split(","):
             run(name, split_of(args.data, name), args.variants.split(","))
