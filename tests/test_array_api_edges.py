@@ -215,3 +215,51 @@ def test_softmax_far_trials_on_a_device_without_float64(namespace, trial, monkey
     assert objective.value_and_state(params)[0] == pytest.approx(value, rel=1e-12)
     bias_problem = objective.intercept_problem(params)
     assert np.isfinite(bias_problem(np.zeros(k))[0])
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_nan_raw_logits_reach_the_host_when_max_skips_nan(monkeypatch):
+    """A NaN raw logit on a device without float64 whose ``max`` skips NaN.
+
+    torch's ``max`` on Apple's MPS ignored NaN before macOS 15
+    (pytorch#130295). A float32 row of 3e20 against prototypes of +-2e18 gives
+    the raw logit ``6e38 - 6e38 = inf - inf = NaN`` beside a finite one; the
+    largest magnitude must still read as non-finite, so that the trial goes to
+    the host as on the NumPy objective (emulated: no float64, and a ``max``
+    that drops NaN).
+    """
+    import sklmargin._utils.array_api as array_api
+    from sklmargin.losses._registry import get_margin
+    from sklmargin.objective import LinearMarginObjective
+    from sklmargin.objective._rows import prepare_rows
+
+    # torch's float32 GEMM gives the NaN (array-api-strict's sums 6e38 - 6e38
+    # to 0 and has nothing to skip)
+    xp = pytest.importorskip("torch", reason="needs torch")
+    device = "cpu"
+    X = np.array([[3e20, 3e20], [1.0, 1.0]], dtype=np.float32)
+    y = np.array([0, 1])
+    settings = (2, np.ones(2), get_margin("softmax"), 0.0, 1.0, 1.0, True)
+    params = np.concatenate([np.array([[2e18, -2e18], [1.0, 1.0]]).ravel(), [0, 0]])
+    on_host = LinearMarginObjective(prepare_rows(X, normalize=False), y, *settings)
+    expected = on_host.loss_gradient(params)
+    assert np.isfinite(expected[0]) and np.all(np.isfinite(expected[1]))
+    monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
+    rows = prepare_rows(xp.asarray(X, device=device), normalize=False)
+    objective = LinearMarginObjective(rows, xp.asarray(y, device=device), *settings)
+    namespace_max = objective.xp.max
+
+    def max_skipping_nan(x, *args, **kwargs):
+        return namespace_max(
+            objective.xp.where(
+                objective.xp.isnan(x), objective.xp.full_like(x, -float("inf")), x
+            ),
+            *args,
+            **kwargs,
+        )
+
+    monkeypatch.setattr(objective.xp, "max", max_skipping_nan)
+    value, grad = objective.loss_gradient(params)
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    np.testing.assert_allclose(value, expected[0], rtol=1e-12)

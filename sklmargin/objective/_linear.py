@@ -296,14 +296,25 @@ class LinearMarginObjective(ObjectiveBase):
         """``max |cos|`` as a Python float: one pass over the ``n x K`` logits.
 
         NaN propagates through the maximum (NumPy's, and the array API
-        standard's for every namespace), so a non-finite result also says that
-        some logit is inf or NaN: this one reduction serves both the overflow
-        check of :meth:`_forward` and the bound of :meth:`_largest_logit`
-        (they were two passes, an ``isfinite`` and a ``max``).
+        standard's), so a non-finite result also says that some logit is inf
+        or NaN: this one reduction serves both the overflow check of
+        :meth:`_forward` and the bound of :meth:`_largest_logit` (they were
+        two passes, an ``isfinite`` and a ``max``). One device breaks the
+        standard: torch's ``max`` on Apple's MPS skipped NaN before macOS 15
+        (pytorch#130295), and MPS is the device without float64 whose trials
+        must go to the host; where the rows cannot be widened a NaN is
+        therefore counted as inf before the maximum.
         """
         xp = self.xp or np
         with np.errstate(over="ignore", invalid="ignore"):  # as the old max was
-            return float(xp.max(xp.abs(cos)))
+            magnitudes = xp.abs(cos)
+            if not self._can_widen:
+                magnitudes = xp.where(
+                    xp.isnan(magnitudes),
+                    xp.full_like(magnitudes, float("inf")),
+                    magnitudes,
+                )
+            return float(xp.max(magnitudes))
 
     def _forward(self, params):
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|.
