@@ -325,7 +325,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     _legacy_fitted = {
         **BaseMarginSoftmax._legacy_fitted,
         "compute_dtype_": fitted_dtype_name,
-        "n_components_": lambda state: int(state["n_components"]),
+        # the fitted map's width (an int n_components in every such pickle)
+        "n_components_": lambda state: int(
+            state["feature_map_"].n_components
+            if "feature_map_" in state
+            else state["n_components"]
+        ),
     }
 
     def __init__(
@@ -525,9 +530,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         else:
             self.feature_map_, X = self._fitted_map(X, sample_weight, xp)
             features = self.feature_map_.transform(X)
-        # Read off the map the model keeps, not set where a map is made: a CV
-        # fold's map is made by another estimator (_fold_features) and its
-        # path models, fitted on the premapped rows, need the width too.
+        # Read off the map the model keeps: a CV fold's map is made by another
+        # estimator (_fold_features) and its path models, fitted on the
+        # premapped rows, need the width too. (The Dask fit sets it earlier,
+        # by the same width rule, because its map is built from it.)
         self.n_components_ = int(self.feature_map_.n_components)
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features
