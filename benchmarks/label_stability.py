@@ -55,8 +55,9 @@ TWO_ULP = np.float32(1.0 + 2.0 * np.finfo(np.float32).eps)
 MINUS_TWO_ULP = np.float32(1.0 - 2.0 * np.finfo(np.float32).eps)
 
 
-def make_model(name, tol):
-    extra = {} if tol is None else {"tol": tol}
+def make_model(name, tol, params=None):
+    # params: more parameters of our two estimators (--params)
+    extra = {**({} if tol is None else {"tol": tol}), **(params or {})}
     if name == "linear":
         return MarginSoftmaxClassifier(**extra)
     if name == "kernel":
@@ -121,7 +122,7 @@ def standardised(data_dir, name):
     )
 
 
-def run(name, model_name, data_dir, tol, fixed_map, extra=False, repeat=1):
+def run(name, model_name, data_dir, tol, fixed_map, extra=False, repeat=1, params=None):
     X, y, X_test, y_test = standardised(data_dir, name)
     order = np.random.default_rng(0).permutation(len(y))
     variants = {"base": (X, y), "2ulp": (X * TWO_ULP, y), "perm": (X[order], y[order])}
@@ -132,7 +133,7 @@ def run(name, model_name, data_dir, tol, fixed_map, extra=False, repeat=1):
     labels, record = {}, {"data": name, "model": model_name, "tol": tol}
     base_map = None
     for variant, (X_fit, y_fit) in variants.items():
-        model = make_model(model_name, tol)
+        model = make_model(model_name, tol, params)
         premapped = None
         if fixed_map and model_name == "kernel" and base_map is not None:
             mapped = base_map.transform(X_fit.astype(record["compute_dtype"]))
@@ -142,7 +143,7 @@ def run(name, model_name, data_dir, tol, fixed_map, extra=False, repeat=1):
         if variant == "base":
             # --repeat: the median CPU of that many identical base fits
             cpus = [cpu] + [
-                timed_fit(make_model(model_name, tol), X_fit, y_fit)[0]
+                timed_fit(make_model(model_name, tol, params), X_fit, y_fit)[0]
                 for _ in range(repeat - 1)
             ]
             cpu = float(np.median(cpus))
@@ -181,6 +182,12 @@ def main(argv=None):
         "--repeat", type=int, default=1, help="fit CPU: median of this many base fits"
     )
     parser.add_argument("--out", default=None, help="append JSON lines here")
+    parser.add_argument(
+        "--params",
+        type=json.loads,
+        default=None,
+        help="JSON of more parameters of linear and kernel, e.g. '{\"metric\": null}'",
+    )
     args = parser.parse_args(argv)
     print(f"# {now()}; {versions()}")
     print("# " + " ".join(["python", *sys.argv]))
@@ -199,7 +206,7 @@ def main(argv=None):
             for model_name in args.models:
                 record = run(
                     name, model_name, args.data, args.tol, args.fixed_map,
-                    args.extra, args.repeat,
+                    args.extra, args.repeat, args.params,
                 )  # fmt: skip
                 changes = [
                     value for key, value in record.items() if key.startswith("changed_")
