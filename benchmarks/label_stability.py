@@ -183,12 +183,24 @@ def main(argv=None):
     )
     parser.add_argument("--out", default=None, help="append JSON lines here")
     parser.add_argument(
+        "--pilot-tol-factor",
+        type=float,
+        default=None,
+        help="the kernel metric's pilot fits stop at this multiple of tol (10)",
+    )
+    parser.add_argument(
         "--params",
         type=json.loads,
         default=None,
         help="JSON of more parameters of linear and kernel, e.g. '{\"metric\": null}'",
     )
     args = parser.parse_args(argv)
+    if args.pilot_tol_factor is not None:
+        # a research knob: the learned metric's pilot fits stop at this
+        # multiple of tol (the package's constant, 10)
+        from sklmargin.estimators import _metric
+
+        _metric.PILOT_TOL_FACTOR = args.pilot_tol_factor
     print(f"# {now()}; {versions()}")
     print("# " + " ".join(["python", *sys.argv]))
     if args.keys:
