@@ -164,6 +164,23 @@ def test_torch_with_scikit_learns_vendored_array_api_compat(
         )
 
 
+def _host_and_deviceless_objectives(X, y, settings, params, xp, device, monkeypatch):
+    """The NumPy objective's finite ``loss_gradient`` at ``params``, and the
+    objective of the same rows in ``xp`` on an emulated device without float64.
+    """
+    import sklmargin._utils.array_api as array_api
+    from sklmargin.objective import LinearMarginObjective
+    from sklmargin.objective._rows import prepare_rows
+
+    on_host = LinearMarginObjective(prepare_rows(X, normalize=False), y, *settings)
+    expected = on_host.loss_gradient(params)
+    assert np.isfinite(expected[0]) and np.all(np.isfinite(expected[1]))
+    monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
+    rows = prepare_rows(xp.asarray(X, device=device), normalize=False)
+    objective = LinearMarginObjective(rows, xp.asarray(y, device=device), *settings)
+    return expected, objective
+
+
 # Float32 rows of 1e20 overflow by construction: the guard must keep every
 # result finite (array-api-strict may say so in a RuntimeWarning).
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
@@ -179,10 +196,7 @@ def test_softmax_far_trials_on_a_device_without_float64(namespace, trial, monkey
     it used to return inf/NaN; it now evaluates the trial on the host as the
     NumPy objective does (the angle losses' far trials already did).
     """
-    import sklmargin._utils.array_api as array_api
     from sklmargin.losses._registry import get_margin
-    from sklmargin.objective import LinearMarginObjective
-    from sklmargin.objective._rows import prepare_rows
 
     if namespace == "torch":
         xp = pytest.importorskip("torch", reason="needs torch")
@@ -201,12 +215,9 @@ def test_softmax_far_trials_on_a_device_without_float64(namespace, trial, monkey
     coef = rng.standard_normal((k, d))
     coef *= top / np.max(np.abs(X.astype(np.float64) @ coef.T))
     params = np.concatenate([coef.ravel(), np.zeros(k)])
-    on_host = LinearMarginObjective(prepare_rows(X, normalize=False), y, *settings)
-    expected = on_host.loss_gradient(params)
-    assert np.isfinite(expected[0]) and np.all(np.isfinite(expected[1]))
-    monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
-    rows = prepare_rows(xp.asarray(X, device=device), normalize=False)
-    objective = LinearMarginObjective(rows, xp.asarray(y, device=device), *settings)
+    expected, objective = _host_and_deviceless_objectives(
+        X, y, settings, params, xp, device, monkeypatch
+    )
     value, grad = objective.loss_gradient(params)
     assert np.isfinite(value) and np.all(np.isfinite(grad))
     # the same float64 host evaluation as the NumPy objective's
@@ -229,10 +240,7 @@ def test_nan_raw_logits_reach_the_host_when_max_skips_nan(monkeypatch):
     the host as on the NumPy objective (emulated: no float64, and a ``max``
     that drops NaN).
     """
-    import sklmargin._utils.array_api as array_api
     from sklmargin.losses._registry import get_margin
-    from sklmargin.objective import LinearMarginObjective
-    from sklmargin.objective._rows import prepare_rows
 
     # torch's float32 GEMM gives the NaN (array-api-strict's sums 6e38 - 6e38
     # to 0 and has nothing to skip)
@@ -242,12 +250,9 @@ def test_nan_raw_logits_reach_the_host_when_max_skips_nan(monkeypatch):
     y = np.array([0, 1])
     settings = (2, np.ones(2), get_margin("softmax"), 0.0, 1.0, 1.0, True)
     params = np.concatenate([np.array([[2e18, -2e18], [1.0, 1.0]]).ravel(), [0, 0]])
-    on_host = LinearMarginObjective(prepare_rows(X, normalize=False), y, *settings)
-    expected = on_host.loss_gradient(params)
-    assert np.isfinite(expected[0]) and np.all(np.isfinite(expected[1]))
-    monkeypatch.setattr(array_api, "float64_supported", lambda xp, device: False)
-    rows = prepare_rows(xp.asarray(X, device=device), normalize=False)
-    objective = LinearMarginObjective(rows, xp.asarray(y, device=device), *settings)
+    expected, objective = _host_and_deviceless_objectives(
+        X, y, settings, params, xp, device, monkeypatch
+    )
     namespace_max = objective.xp.max
 
     def max_skipping_nan(x, *args, **kwargs):
