@@ -53,7 +53,6 @@ import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
 from _common import add_data_argument, command_line, machine, now, versions  # noqa: E402
 from sklearn.linear_model import LogisticRegressionCV  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from sklmargin import (  # noqa: E402
     KernelMarginSoftmaxClassifier,
@@ -75,13 +74,9 @@ KERNEL_MODELS = {
 
 def kernel_set(data_dir, name):
     """A kernel benchmark split, standardised on its training rows, float32."""
-    from kernel_targets import split_of
+    from label_stability import standardised  # the same rows as its fits
 
-    X_train, y_train, X_test, y_test = split_of(data_dir, name)
-    scaler = StandardScaler().fit(X_train)
-    X_train = scaler.transform(X_train).astype(np.float32)
-    X_test = scaler.transform(X_test).astype(np.float32)
-    return X_train, y_train, X_test, y_test
+    return standardised(data_dir, name)
 
 
 def synthetic(n, d=512, n_classes=100, noise=0.2, seed=0):

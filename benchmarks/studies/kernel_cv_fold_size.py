@@ -39,8 +39,7 @@ from sklearn.preprocessing import StandardScaler
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_data_argument, pinned_blas, summarised_or_started  # noqa: E402
-from kernel_default_candidates import HELD_OUT  # noqa: E402
-from kernel_targets import split_of  # noqa: E402
+from kernel_default_candidates import held_out_split  # noqa: E402
 
 from sklmargin import (  # noqa: E402
     KernelMarginSoftmaxClassifier,
@@ -52,18 +51,12 @@ from sklmargin.features._input_transform import apply_input_transform  # noqa: E
 FACTORS = (1.0, 1.5**0.5, 1.5)
 
 
-def load(data, name):
-    if HELD_OUT.get(name) is not None:
-        return HELD_OUT[name]()
-    return split_of(data, name)
-
-
 def accuracy(model, X, y):
     return 100 * float(np.mean(model.predict(X) == y))
 
 
 def run(data, name, seed):
-    X_train, y_train, X_test, y_test = load(data, name)
+    X_train, y_train, X_test, y_test = held_out_split(data, name)
     scaler = StandardScaler().fit(X_train)
     X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
     plain = KernelMarginSoftmaxClassifier(random_state=seed).fit(X_train, y_train)

@@ -104,6 +104,13 @@ HELD_OUT = {
 }
 
 
+def held_out_split(data, name):
+    """The split of a ``HELD_OUT`` set (a CLIP set from ``data``), or of any
+    set ``kernel_targets.split_of`` knows."""
+    make = HELD_OUT.get(name)
+    return split_of(data, name) if make is None else make()
+
+
 def _svc_accuracy(split):
     X_train, y_train, X_test, y_test = split
     svc = make_pipeline(StandardScaler(), SVC(C=10, gamma="scale"))
@@ -181,7 +188,7 @@ def main():
             if make is None and not (Path(args.data) / f"{name}.npz").exists():
                 print(f"# {name}: not in {args.data}, left out", flush=True)
                 continue
-            split = split_of(args.data, name) if make is None else make()
+            split = held_out_split(args.data, name)
             run(name, split, _svc_accuracy(split), candidates)
 
 
