@@ -79,12 +79,9 @@ class _Variant(KernelMarginSoftmaxClassifier):
         return self.factor * resolve_n_components(self.n_components, n_samples)
 
     def _new_feature_map(self, n_components, gamma):
-        feature_map = _CutNystroem(
-            n_components=n_components,
-            gamma=gamma,
-            centres=self.centres,
-            random_state=self.random_state,
-        )
+        # the estimator's own Nyström map, with the cut
+        default = super()._new_feature_map(n_components, gamma)
+        feature_map = _CutNystroem(**default.get_params())
         feature_map.cut = self.cut
         return feature_map
 
