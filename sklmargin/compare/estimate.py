@@ -89,13 +89,20 @@ def probe_estimates(
             n_rows = min(rows, dataset.n_train)
             subset = rng.permutation(dataset.n_train)[:n_rows]
             X, y = dataset.X_train[subset], dataset.y_train[subset]
+            # Every model at the width the run will use on the whole training
+            # split (that of the timed final fit; for RBFSampler/Nystroem that
+            # of every fit): "auto" resolved on the probe's few rows would be
+            # the law's narrowest width, and the estimate low on large splits.
+            # A Nyström map still keeps at most the probe's rows as centres.
+            width = resolve_n_components(settings.n_components, dataset.n_train)
+            probe_settings = replace(settings, n_components=width)
             for spec in specs:
                 if skip_reason(spec, dataset, settings):
                     estimates.append(0.0)
                     continue
                 try:
                     fit_start = time.perf_counter()
-                    _probe_pipeline(spec, settings, dataset.n_train).fit(X, y)
+                    build_pipeline(spec, probe_settings).fit(X, y)
                     seconds = time.perf_counter() - fit_start
                 except Exception:  # e.g. a class missing from the subset
                     estimates.append(None)
@@ -112,22 +119,6 @@ def probe_estimates(
                 )
                 estimates.append(sum(scaled))
     return estimates, time.perf_counter() - start
-
-
-def _probe_pipeline(spec: ModelSpec, settings: CompareSettings, n_train: int):
-    """Return the model as the probe fits it: at the width the run will use.
-
-    The width the whole training split resolves (that of the timed final fit;
-    for RBFSampler/Nystroem that of every fit): ``"auto"`` resolved on the
-    probe's few rows would be the law's narrowest width
-    (:func:`~sklmargin.estimators._kernel.auto_n_components`), where a large
-    split takes a wider one, and the estimate would be low there. A Nyström
-    map still keeps at most the probe's rows as centres.
-    """
-    if spec.uses_width:
-        width = resolve_n_components(settings.n_components, n_train)
-        settings = replace(settings, n_components=width)
-    return build_pipeline(spec, settings)
 
 
 def describe_estimate(seconds: float, probe_time: float) -> str:

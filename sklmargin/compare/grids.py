@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import clone
 
 from .models import RELATIVE_GAMMA, ModelSpec, grid_size, match_model_name
+from .rbf import classifier_in
 from .settings import CompareError, CompareSettings, split_list
 
 
@@ -115,14 +116,6 @@ def apply_grid_options(
     return [by_name[spec.name] for spec in specs], notes
 
 
-def _classifier(spec: ModelSpec, settings: CompareSettings) -> BaseEstimator:
-    """Return the classifier of ``spec``, unwrapped from its feature pipeline."""
-    model = spec.build(settings)
-    if spec.classifier_path:
-        return model.get_params(deep=True)[spec.classifier_path.rstrip("_")]
-    return model
-
-
 def check_grid(spec: ModelSpec, settings: CompareSettings) -> None:
     """Refuse a grid with a point the classifier would refuse at fit time.
 
@@ -137,7 +130,7 @@ def check_grid(spec: ModelSpec, settings: CompareSettings) -> None:
     CompareError
         Naming the model, the first refused point and the classifier's reason.
     """
-    classifier = _classifier(spec, settings)
+    classifier = classifier_in(spec.build(settings), spec.classifier_path)
     keys = list(spec.grid)
     names = ["gamma" if key == RELATIVE_GAMMA else key for key in keys]
     for values in itertools.product(*(spec.grid[key] for key in keys)):

@@ -30,7 +30,7 @@ from sklearn.pipeline import Pipeline
 
 from .. import KernelMarginSoftmaxClassifier
 from .._utils.validation import encode_labels
-from ..estimators._kernel import _AUTO_GAMMA_FACTOR, auto_n_components
+from ..estimators._kernel import _AUTO_GAMMA_FACTOR, _AUTO_WIDTH_RANGE
 from ..features._gamma import scale_gamma
 
 #: The estimator's gamma="auto" with a learned metric: this multiple of "scale".
@@ -54,15 +54,14 @@ AUTO = "auto"
 def auto_width_range() -> tuple[int, int]:
     """Return the smallest and largest width of ``n_components="auto"``.
 
-    Evaluated from the estimator's law (:func:`auto_n_components`), so the
-    help text cannot drift from it.
+    The estimator's own bounds (``auto_n_components`` clips to them), so
+    the help text cannot drift from its law.
     """
-    return auto_n_components(1), auto_n_components(np.iinfo(np.int64).max)
+    return _AUTO_WIDTH_RANGE
 
 
-def classifier_of(pipeline: Pipeline, classifier_path: str) -> BaseEstimator:
-    """Return the classifier inside a ``build_pipeline`` result."""
-    model = pipeline.named_steps["model"]
+def classifier_in(model: BaseEstimator, classifier_path: str) -> BaseEstimator:
+    """Return the classifier inside a model step (``ModelSpec.build``'s result)."""
     if classifier_path:
         return model.get_params(deep=True)[classifier_path.rstrip("_")]
     return model
@@ -96,7 +95,7 @@ def relative_gamma_base(
     """
     rows = clone(pipeline[:-1]).fit_transform(X, y)  # the scaler (and imputer)
     rows = np.asarray(rows, dtype=np.float64)
-    classifier = classifier_of(pipeline, classifier_path)
+    classifier = classifier_in(pipeline.named_steps["model"], classifier_path)
     if isinstance(classifier, KernelMarginSoftmaxClassifier) and (
         classifier.metric is not None
     ):
