@@ -325,12 +325,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     _legacy_fitted = {
         **BaseMarginSoftmax._legacy_fitted,
         "compute_dtype_": fitted_dtype_name,
-        # the fitted map's width (an int n_components in every such pickle)
-        "n_components_": lambda state: int(
-            state["feature_map_"].n_components
-            if "feature_map_" in state
-            else state["n_components"]
-        ),
+        # the fitted map's width (every fitted kernel model has its map)
+        "n_components_": lambda state: int(state["feature_map_"].n_components),
     }
 
     def __init__(
@@ -530,10 +526,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         else:
             self.feature_map_, X = self._fitted_map(X, sample_weight, xp)
             features = self.feature_map_.transform(X)
-        # Read off the map the model keeps: a CV fold's map is made by another
-        # estimator (_fold_features) and its path models, fitted on the
-        # premapped rows, need the width too. (The Dask fit sets it earlier,
-        # by the same width rule, because its map is built from it.)
+        # Read off the map the model keeps (as the Dask fit does): a CV fold's
+        # map is made by another estimator (_fold_features) and its path
+        # models, fitted on the premapped rows, need the width too.
         self.n_components_ = int(self.feature_map_.n_components)
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features

@@ -101,7 +101,7 @@ def _fetch_rows(source, wanted, located):
     return rows
 
 
-def _nystroem_map(estimator, source, gamma):
+def _nystroem_map(estimator, source, gamma, width):
     """Fit the in-memory fit's NystroemFeatures; return it and whether sampled."""
     hashes, weights, located = _distinct_row_weights(source)
     row_bytes = source.n_features_in * source.dtype.itemsize
@@ -112,7 +112,7 @@ def _nystroem_map(estimator, source, gamma):
         hashes,
         weights,
         lambda chosen: _fetch_rows(source, hashes[chosen], located),
-        estimator.n_components_,
+        width,
         gamma,
         estimator.centres,
         rng,
@@ -130,7 +130,7 @@ def _nystroem_map(estimator, source, gamma):
             UserWarning,
             stacklevel=5,
         )
-    feature_map = estimator._new_feature_map(estimator.n_components_, gamma)
+    feature_map = estimator._new_feature_map(width, gamma)
     feature_map.n_features_in_ = source.n_features_in
     feature_map.gamma_ = gamma
     return feature_map._fit_centres(centres, source.dtype), sampled
@@ -145,7 +145,7 @@ def fit_feature_map_dask(estimator, source, sw_total):
     approximation = getattr(estimator, "kernel_approximation", None)
     if approximation is None:
         return source.n_features_in
-    estimator.n_components_ = estimator._width(source.n_samples)
+    width = estimator._width(source.n_samples)
     gamma = _gamma(estimator, source, sw_total)
     # The in-memory fit's precision rule, on the whole data's size.
     dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
@@ -153,10 +153,10 @@ def fit_feature_map_dask(estimator, source, sw_total):
     if approximation in ("orf", "rff"):
         # The frequencies depend on the width, d and the seed only: one row of
         # zeros draws the in-memory fit's, under the resolved gamma.
-        feature_map = estimator._new_feature_map(estimator.n_components_, gamma)
+        feature_map = estimator._new_feature_map(width, gamma)
         feature_map.fit(np.zeros((1, source.n_features_in), dtype=dtype))
     elif approximation == "nystroem":
-        feature_map, sampled = _nystroem_map(estimator, source, gamma)
+        feature_map, sampled = _nystroem_map(estimator, source, gamma, width)
         estimator.nystroem_basis_sampled_ = sampled
     else:
         raise NotImplementedError(
@@ -167,4 +167,6 @@ def fit_feature_map_dask(estimator, source, sw_total):
     if estimator._gamma_is_scale():
         feature_map.set_params(gamma="scale")
     estimator.feature_map_ = feature_map
+    # as the in-memory fit sets it (_fit_feature_map): the kept map's width
+    estimator.n_components_ = int(feature_map.n_components)
     return feature_map._n_features_out
