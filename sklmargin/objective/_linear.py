@@ -17,7 +17,13 @@ from functools import cached_property
 import numpy as np
 from scipy import sparse
 
-from .._utils.array_api import numpy_dtype, rows_namespace, to_device, to_numpy
+from .._utils.array_api import (
+    max_abs,
+    numpy_dtype,
+    rows_namespace,
+    to_device,
+    to_numpy,
+)
 from .._utils.compat import array_api_compat
 from ._interface import ObjectiveBase
 from ._pointwise import (
@@ -305,16 +311,12 @@ class LinearMarginObjective(ObjectiveBase):
         must go to the host; where the rows cannot be widened a NaN is
         therefore counted as inf before the maximum.
         """
-        xp = self.xp or np
+        if not self._can_widen:
+            xp = self.xp
+            inf = xp.asarray(float("inf"), dtype=cos.dtype, device=self.device)
+            cos = xp.where(xp.isnan(cos), inf, cos)
         with np.errstate(over="ignore", invalid="ignore"):  # as the old max was
-            magnitudes = xp.abs(cos)
-            if not self._can_widen:
-                magnitudes = xp.where(
-                    xp.isnan(magnitudes),
-                    xp.full_like(magnitudes, float("inf")),
-                    magnitudes,
-                )
-            return float(xp.max(magnitudes))
+            return max_abs(cos)
 
     def _forward(self, params):
         """Cosines (raw logits for softmax), logit scale, W_hat and |w|.
