@@ -156,8 +156,13 @@ def scaled_problem(fun, scale, last=None):
     return scaled
 
 
-def _scaled_lbfgs(fun, x0, scale, layout, *, tol, options):
-    """Run :func:`lbfgs` sphere-scaled; return ``(scipy result, stationarity)``."""
+def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options):
+    """Run :func:`lbfgs` sphere-scaled; return ``(scipy result, stationarity)``.
+
+    ``stationarity`` is the objective's (prototypes on their sphere: the
+    scaled run is for normalised prototypes only); at ``z = x / scale`` with
+    the scaled gradient it reads ``|v_j| dF/dv_j`` and ``scale_b dF/db``.
+    """
     last = {}
     scaled = scaled_problem(fun, scale, last)
 
@@ -165,10 +170,7 @@ def _scaled_lbfgs(fun, x0, scale, layout, *, tol, options):
         # The accepted point is the line search's last evaluation: its
         # gradient is at hand (if not, the test waits one iteration).
         z = intermediate_result.x
-        if (
-            np.array_equal(z, last["z"])
-            and layout.stationarity(z, last["grad"], normalizes_W=True) <= tol
-        ):
+        if np.array_equal(z, last["z"]) and stationarity(z, last["grad"]) <= tol:
             raise StopIteration
 
     # The callback stops the run (scipy's gtol test is the raw gradient's).
@@ -180,16 +182,14 @@ def _scaled_lbfgs(fun, x0, scale, layout, *, tol, options):
     # scipy's jac is the gradient at its x, in the scaled coordinates
     # |v_j| dF/dv_j and alpha dF/db: the scaled gradient, prototypes on their
     # sphere (the run lets their norms drift; D = 1 on them).
-    stationarity = layout.stationarity(result.x, result.jac, normalizes_W=True)
+    size = stationarity(result.x, result.jac)
     result.x = scale * result.x
-    if stationarity <= tol:
+    if size <= tol:
         result.message = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL"
-    return result, stationarity
+    return result, size
 
 
-def lbfgs(
-    fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None, layout=None
-):
+def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
     Parameters
@@ -206,7 +206,7 @@ def lbfgs(
     stationarity : callable, default=None
         ``stationarity(x, gradient) -> float``, the gradient size a stall is
         judged by (the objective's own scale); the largest absolute entry when
-        None.
+        None. Required with ``scale``, which it then also stops.
     verbose : int
         Passed on as scipy's ``iprint`` when positive.
     scale : ndarray, default=None
@@ -215,8 +215,6 @@ def lbfgs(
         their sphere, is below ``tol`` (``|v_j| dF/dv_j`` and
         ``scale_b dF/db``); ``stationarity`` is then that gradient. None: the
         plain run, stopped by scipy's test on the largest gradient entry.
-    layout : ParameterLayout, default=None
-        The parameters' layout; required with ``scale``.
 
     Returns
     -------
@@ -229,7 +227,7 @@ def lbfgs(
         options["iprint"] = verbose - 1
     if scale is not None:
         result, max_abs_grad = _scaled_lbfgs(
-            fun, x0, scale, layout, tol=tol, options=options
+            fun, x0, scale, stationarity, tol=tol, options=options
         )
         raw_max = max_abs_grad
     else:
@@ -306,9 +304,7 @@ def fit_continuation(
     )
     n_iter = 0
     result = None
-    scaled = {}
-    if sphere and (scale := sphere_scaling(objective)) is not None:
-        scaled = {"scale": scale, "layout": objective.layout}
+    scale = sphere_scaling(objective) if sphere else None
     if not (stateful and warm):
         for stage, lam in enumerate(lambdas):
             result = lbfgs(
@@ -318,7 +314,7 @@ def fit_continuation(
                 tol=tol if stage == len(lambdas) - 1 else max(tol, 1e-4),
                 stationarity=plain.stationarity,
                 verbose=verbose,
-                **scaled,
+                scale=scale,
             )
             params = result.params
             n_iter += result.n_iter
