@@ -99,6 +99,41 @@ def test_sphere_scaled_run_stops_stationary_on_the_sphere():
         assert error <= 0.3 * plain_error
 
 
+def test_sphere_scaled_run_keeps_a_stationary_start_without_iterating():
+    # scipy's plain run tests its start before iterating; the scaled run did
+    # not, and moved every already-stationary warm start of a CV path by at
+    # least one line search (UCF101: 45 of 56 fits of the search).
+    objective = _objective()
+    x0 = np.zeros(objective.n_params)
+    coef, _ = objective.unpack(x0)
+    coef[:, :4] = np.eye(4)
+    first = fit_continuation(objective, x0, tol=1e-3, sphere=True)
+    assert first.converged and first.n_iter > 0
+    calls = []
+
+    def counted(params, **kwargs):
+        calls.append(np.array(params))
+        return objective.loss_gradient(params, **kwargs)
+
+    again = lbfgs(
+        counted, first.params, max_iter=100, tol=1e-3,
+        stationarity=objective.stationarity, scale=sphere_scaling(objective),
+    )  # fmt: skip
+    assert again.converged and again.n_iter == 0
+    assert len(calls) == 1  # the start's one evaluation
+    np.testing.assert_array_equal(again.params, first.params)
+    # a start that is not stationary is still solved, its first evaluation
+    # not repeated
+    calls.clear()
+    cold = lbfgs(
+        counted, x0, max_iter=100, tol=1e-3,
+        stationarity=objective.stationarity, scale=sphere_scaling(objective),
+    )  # fmt: skip
+    assert cold.converged and cold.n_iter == first.n_iter
+    np.testing.assert_array_equal(cold.params, first.params)
+    assert not np.array_equal(calls[0], calls[1])
+
+
 def _model(objective, params):
     """Unit prototypes and centred biases: what the model's labels see."""
     coef, bias = objective.unpack(params)

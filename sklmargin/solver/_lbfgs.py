@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 from sklearn.exceptions import ConvergenceWarning
 
 # Relative decrease that still counts as progress: essentially off, so that the
@@ -165,6 +165,30 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options):
     """
     last = {}
     scaled = scaled_problem(fun, scale, last)
+    z0 = x0 / scale
+    value0, grad0 = scaled(z0)
+    size0 = stationarity(z0, grad0)
+    if size0 <= tol:
+        # scipy's plain run tests its start before the first iteration; the
+        # callback below only sees iterates. A warm start that is already
+        # stationary (most points of a CV path at large s) is the answer, as
+        # it is in the plain run: no line search is spent moving it.
+        result = OptimizeResult(
+            x=np.array(x0, dtype=np.float64), fun=value0, jac=grad0,
+            nit=0, status=0, success=True,
+            message="CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL",
+        )  # fmt: skip
+        return result, size0
+    first = {"z": z0, "value": value0, "grad": grad0}
+
+    def start_once(z):
+        # minimize evaluates its start again: hand it the one just computed
+        if first and np.array_equal(z, first["z"]):
+            cached = first.copy()
+            first.clear()
+            last["z"], last["grad"] = cached["z"], cached["grad"]
+            return cached["value"], cached["grad"]
+        return scaled(z)
 
     def stop_when_stationary(intermediate_result):
         # The accepted point is the line search's last evaluation: its
@@ -176,7 +200,7 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options):
     # The callback stops the run (scipy's gtol test is the raw gradient's).
     options = {**options, "gtol": 0.0, "maxcor": _SPHERE_MEMORY}
     result = minimize(
-        scaled, x0 / scale, jac=True, method="L-BFGS-B", options=options,
+        start_once, z0, jac=True, method="L-BFGS-B", options=options,
         callback=stop_when_stationary,
     )  # fmt: skip
     # scipy's jac is the gradient at its x, in the scaled coordinates
