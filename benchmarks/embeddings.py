@@ -165,6 +165,12 @@ def run(name, path, model_names, repeats=1, path_report=False, refit_s=()):
                     f"{score:.4f}  mean L-BFGS iterations {n_iter:.1f}  "
                     f"mean fit {1000 * fit_time:.0f} ms (wall)"
                 )
+            fold_iterations = np.asarray(model.n_iter_)
+            print(
+                f"    {model_name} path: {int(np.sum(fold_iterations == 0))} of "
+                f"{fold_iterations.size} fold fits took no L-BFGS iteration (their "
+                "warm start already met the stop test)"
+            )
         print(
             f"  {model_name:9s} acc {row['accuracy']:.4f}  log loss "
             f"{row['log_loss']:.4f}  cpu {cpu:7.2f} s  wall {wall:7.2f} s  "

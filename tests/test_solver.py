@@ -139,3 +139,22 @@ def test_class_sums_are_one_function_for_numpy_sparse_and_array_api(dtype):
         np.testing.assert_allclose(
             sums, expected, rtol=1e-5 if dtype == np.float32 else 1e-12
         )
+
+
+@pytest.mark.parametrize("loss", ["am-softmax", "softmax"])
+def test_verbose_two_logs_each_iteration_without_scipy_deprecations(loss, capsys):
+    # scipy 1.17 deprecates (1.18 removes) L-BFGS-B's iprint: verbose=2 prints
+    # its own line per iteration, sphere-scaled run (am-softmax) or plain.
+    import warnings
+
+    from sklmargin import MarginSoftmaxClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((60, 3)), np.arange(60) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        clf = MarginSoftmaxClassifier(loss=loss, verbose=2).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    steps = [line for line in lines if "  iteration " in line]
+    assert len(steps) == clf.n_iter_ > 0
+    assert steps[-1].startswith(f"[sklmargin]   iteration {clf.n_iter_}: objective ")

@@ -207,8 +207,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         Seeds the feature map, the metric's row sample and pilot (and
         degenerate prototype starts).
     verbose : int, default=0
-        Print one line per L-BFGS run of the final fit (>1 also scipy's
-        iteration log); the pilot is silent.
+        Print one line per L-BFGS run of the final fit (>1 also one line per
+        iteration, with its objective); the pilot is silent.
 
     Attributes
     ----------

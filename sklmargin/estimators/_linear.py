@@ -104,7 +104,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         Used only to give a random starting direction to a prototype whose class
         mean is zero (and to nudge a collapsed L-Softmax prototype).
     verbose : int, default=0
-        Print one line per L-BFGS run (>1 also scipy's iteration log).
+        Print one line per L-BFGS run (>1 also one line per iteration, with
+        its objective).
 
     Attributes
     ----------

@@ -14,6 +14,7 @@ Two parts of the family are not one smooth problem:
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass, replace
 from functools import partial
@@ -156,7 +157,26 @@ def scaled_problem(fun, scale, last=None):
     return scaled
 
 
-def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options):
+def iteration_log(verbose):
+    """Return a callback printing one line per L-BFGS iteration (None below 2).
+
+    scipy's own iteration log (L-BFGS-B's ``iprint``) is deprecated in scipy
+    1.17 and removed in 1.18; this one prints the iterate's objective.
+    """
+    if verbose <= 1:
+        return None
+    count = itertools.count(1)
+
+    def log(intermediate_result):
+        print(
+            f"[sklmargin]   iteration {next(count)}: "
+            f"objective {float(intermediate_result.fun):.10g}"
+        )
+
+    return log
+
+
+def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
     """Run :func:`lbfgs` sphere-scaled; return ``(scipy result, stationarity)``.
 
     ``stationarity`` is the objective's (prototypes on their sphere: the
@@ -191,6 +211,8 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options):
         return scaled(z)
 
     def stop_when_stationary(intermediate_result):
+        if log is not None:
+            log(intermediate_result)
         # The accepted point is the line search's last evaluation: its
         # gradient is at hand (if not, the test waits one iteration).
         z = intermediate_result.x
@@ -232,7 +254,7 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
         judged by (the objective's own scale); the largest absolute entry when
         None. Required with ``scale``, which it then also stops.
     verbose : int
-        Passed on as scipy's ``iprint`` when positive.
+        Above 1, one line per iteration (:func:`iteration_log`).
     scale : ndarray, default=None
         Run in the coordinates ``x / scale`` (:func:`sphere_scaling`), with
         50 curvature pairs, and stop when the scaled gradient, prototypes on
@@ -247,15 +269,16 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
         (to within a factor of 10 where scipy stopped on round-off).
     """
     options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
-    if verbose > 1:
-        options["iprint"] = verbose - 1
+    log = iteration_log(verbose)
     if scale is not None:
         result, max_abs_grad = _scaled_lbfgs(
-            fun, x0, scale, stationarity, tol=tol, options=options
+            fun, x0, scale, stationarity, tol=tol, options=options, log=log
         )
         raw_max = max_abs_grad
     else:
-        result = minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
+        result = minimize(
+            fun, x0, jac=True, method="L-BFGS-B", options=options, callback=log
+        )
         raw_max = float(np.max(np.abs(result.jac), initial=0.0))
         max_abs_grad = (
             raw_max if stationarity is None else stationarity(result.x, result.jac)
