@@ -69,7 +69,7 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         Passed to :class:`MarginSoftmaxClassifier` (``C`` is the fixed value of
         the losses tuned along ``s``).
     path_tol : float or None, default=1e-3
-        The tolerance (as ``tol``: the largest absolute gradient entry below
+        The tolerance (read as ``tol`` is: the stop test of ``tol``, at
         ``path_tol * s``) of the fits that only select: every point of the
         folds' paths and the refit's steps before the chosen ``s``. The
         refit's chosen point is then fitted on to ``tol``. The looser of
