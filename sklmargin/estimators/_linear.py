@@ -97,7 +97,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         ``s / sqrt(d) dF/db`` are below ``tol * s``: a fit that the data
         decides rather than round-off (a 2-ulp change of ``X`` or a row
         permutation changes at most 0.1 % of the test labels of satimage, usps
-        and letter; ``benchmarks/results_label_stability.md``).
+        and letter; ``benchmarks/results_label_stability.md`` in the source
+        repository).
     warm_start : bool, default=False
         Start from the previous solution (skips the lambda schedule).
     random_state : int, RandomState instance or None, default=None
