@@ -47,7 +47,7 @@ X /= np.linalg.norm(X, axis=1, keepdims=True)
 # Margins as in the papers: CosFace's m = 0.35, ArcFace's m = 0.5 rad and
 # SphereFace's m = 4. A-Softmax is shown at its final softening
 # ``lambda_min=0`` (the paper's :math:`\psi`) so that its band is the one the
-# formula promises; the library's default (``lambda_min=5``) trains with a
+# formula promises; the library's default (``lambda_min=20``) trains with a
 # narrower one.
 settings = {
     "softmax": {"loss": "softmax"},
@@ -102,7 +102,7 @@ expected = {
 }
 for name, degrees in expected.items():
     assert abs(band_degrees[name] - degrees) < 3.0, (name, band_degrees[name])
-assert all(0.93 <= model.score(X, y) <= 0.96 for model in models.values())
+assert all(0.935 <= model.score(X, y) < 0.955 for model in models.values())  # 94-95%
 
 # %%
 # Regions, bands and prototypes

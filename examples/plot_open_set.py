@@ -157,7 +157,7 @@ fig.tight_layout()
 plt.show()
 
 # %%
-# On the shared benchmark data sets the same score reaches a higher mean AUROC
+# On the project's benchmark data sets the same score reaches a higher mean AUROC
 # than the maximum probability of every baseline measured; see the
 # :doc:`open-set page </openset>` for the numbers and for where it does not
 # help (the linear estimator has no distance term, so its score is the

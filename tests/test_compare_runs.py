@@ -307,13 +307,19 @@ def test_run_clock_corrects_its_estimates():
     assert clock.remaining(0.5, current_eta=3.0) == pytest.approx(2 * (2 + 4 / 3) + 3)
 
 
-def test_tuned_run_prints_an_estimate_first_then_a_run_eta(npz_dir, tmp_path, capsys):
+def test_tuned_run_prints_an_estimate_first_then_a_run_eta(
+    npz_dir, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("COLUMNS", "100")
     output = tmp_path / "r.json"
     args = ["compare", "--data", str(npz_dir), "--tune", "--models", PEERS]
     assert main([*args, "--threads", "1", "--output", str(output)]) == 0
     err = capsys.readouterr().err
     assert err.startswith("estimated run time: ~")
     assert err.index("estimated run time") < err.index("[1/4] alpha / LinearSVC")
+    # the estimate is wrapped as the report is (a piped stderr has no soft wrap)
+    estimate_lines = err[: err.index("[1/4]")].splitlines()
+    assert len(estimate_lines) > 1 and max(map(len, estimate_lines)) <= 100
     done_lines = [line for line in err.splitlines() if line.startswith("[")]
     assert len(done_lines) == 4 and all("; run ETA " in line for line in done_lines)
     assert done_lines[-1].endswith("; run ETA 0.0 s)")

@@ -157,3 +157,20 @@ def test_estimator_describes_every_parameter(cls):
     }
     for name in inspect.signature(cls).parameters:
         assert documented.get(name), f"parameter {name!r} is not described"
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        sklmargin.MarginSoftmaxClassifier,
+        sklmargin.KernelMarginSoftmaxClassifier,
+        sklmargin.OpenSetClassifier,
+    ],
+    ids=lambda cls: cls.__name__,
+)
+def test_docstring_says_where_repository_files_are(cls):
+    """A pip user has no ``benchmarks/``: ``help(cls)`` says where it is."""
+    text = " ".join(cls.__doc__.split())
+    for match in re.finditer(r"``benchmarks/[^`]+``", text):
+        after = text[match.end() : match.end() + 40]
+        assert "source repository" in after, (match.group(), after)

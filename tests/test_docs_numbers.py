@@ -4,7 +4,9 @@ The benchmarks page describes the run of ``python -m sklmargin compare`` that
 ``docs/benchmark_default.inc`` holds; when that table is regenerated, a
 sentence quoting an accuracy that is no longer in it fails here. The README's
 and the user guide's frozen-embedding numbers are checked against
-``benchmarks/results_embeddings.md`` the same way.
+``benchmarks/results_embeddings.md`` the same way, and every other decimal
+number of the README's "Which to pick" and "Where margins help" sections
+against the results files its table row or bullet cites.
 """
 
 import re
@@ -63,3 +65,86 @@ def test_embedding_numbers_are_in_the_results_file(page_name, title):
     assert len(quoted) >= 24, quoted
     missing = [number for number in quoted if not rounds_to(number, candidates)]
     assert not missing, f"benchmarks.rst quotes {missing}, not in the results file"
+
+
+def readme_blocks(text):
+    """The README's claims, block by block, with the results files each cites.
+
+    A block is a table row, a bullet or a paragraph of the sections "Which to
+    pick, and when not to" and "Where margins help, and where they don't". A
+    block that says "same file" also cites the files of the block before it; a
+    bullet also cites the files its section's opening paragraph names.
+    """
+    start = text.index("## Which to pick")
+    body = text[start : text.index("## Development")]
+    blocks, previous, intro, opening = [], set(), set(), False
+    for part in re.split(r"\n(?=\| |- \*\*|## |\n)", body):
+        part = part.strip("\n")
+        files = set(re.findall(r"benchmarks/[\w/]+\.md", part))
+        if part.startswith("## "):
+            intro, opening = set(), True
+        elif part.startswith("- **"):
+            files |= intro
+        elif opening and part and not part.startswith("|"):
+            intro, opening = files, False
+        if "same file" in part:
+            files |= previous
+        blocks.append((part, files))
+        previous = files
+    return blocks
+
+
+def test_readme_numbers_are_in_the_results_files_they_cite():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    checked = 0
+    for block, files in readme_blocks(text):
+        if "CLIP Caltech-101 / UCF101" in block:
+            continue  # the frozen-embeddings row: left out while it is rewritten
+        quoted = re.findall(r"(?<![\w.])\d+\.\d+", block)
+        if not quoted:
+            continue
+        assert files, f"README quotes {quoted} without a results file: {block[:80]}"
+        candidates = [
+            number
+            for name in sorted(files)
+            for number in re.findall(
+                r"\d+\.\d+", (ROOT / name).read_text(encoding="utf-8")
+            )
+        ]
+        missing = [number for number in quoted if not rounds_to(number, candidates)]
+        assert not missing, f"README quotes {missing}, not in {sorted(files)}"
+        checked += len(quoted)
+    assert checked >= 80, checked
+
+
+def test_the_lift_numbers_on_iris_are_what_the_estimator_gives():
+    """``constant_feature``'s docstring and the user guide quote a computation.
+
+    Within one row of iris (0.67 points of a 3-fold mean): a row on a boundary
+    may flip with the BLAS kernel at ``tol=1e-4``.
+    """
+    from sklearn.datasets import load_iris
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklmargin import MarginSoftmaxClassifier
+
+    X, y = load_iris(return_X_y=True)
+    folds = StratifiedKFold(3, shuffle=True, random_state=0)
+    computed = []
+    for lift in (None, 1.0):
+        model = make_pipeline(
+            StandardScaler(), MarginSoftmaxClassifier(constant_feature=lift)
+        )
+        computed.append(100 * cross_val_score(model, X, y, cv=folds).mean())
+    docstring = " ".join(MarginSoftmaxClassifier.__doc__.split())
+    guide = " ".join((DOCS / "user_guide.rst").read_text(encoding="utf-8").split())
+    for pattern, text in [
+        (r"AM-Softmax goes from (\d+\.\d)% to (\d+\.\d)%", docstring),
+        (r"from (\d+\.\d)% without the lift to (\d+\.\d)% with it", guide),
+    ]:
+        quoted = [float(number) for number in re.search(pattern, text).groups()]
+        assert quoted[1] - quoted[0] > 5  # the lift's gain, as the text says
+        for value, number in zip(computed, quoted, strict=True):
+            assert abs(value - number) <= 100 / len(y) + 0.05, (computed, quoted)

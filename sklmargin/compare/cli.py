@@ -447,7 +447,8 @@ def _run_clock(datasets, specs, settings, stream, results) -> RunClock | None:
     estimates, probe_time = probe_estimates(datasets, specs, settings)
     clock = RunClock(estimates)
     results.metadata["estimated_seconds"] = clock.total()
-    print(describe_estimate(clock.total(), probe_time), file=stream, flush=True)
+    line = describe_estimate(clock.total(), probe_time)
+    print("\n".join(wrap_lines([line])), file=stream, flush=True)
     return clock
 
 

@@ -436,8 +436,8 @@ def resolve_models(
     added = [name for name in references if name not in resolved]
     if added:
         notes.append(
-            f"added {', '.join(added)}: the time ratios are measured against them "
-            "in the same run."
+            f"added {', '.join(added)}: the time ratios are measured against "
+            f"{'them' if len(added) > 1 else 'it'} in the same run."
         )
     left_out = [
         name for name in skipped if name in resolved or name in REFERENCE_MODELS

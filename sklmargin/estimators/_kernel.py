@@ -108,8 +108,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         Logit scale; None means the loss's kernel default: 100 for NormFace,
         AM-Softmax and ArcFace (kernel features have small cosines: s=30
         under-fits, 3-fold CV 94.9% vs 95.6% over 7 datasets,
-        ``benchmarks/studies/results_kernel_study.md``), 30 for A-Softmax (not the
-        linear estimator's 8: ``|z(x)| ~= 1`` here).
+        ``benchmarks/studies/results_kernel_study.md`` in the source
+        repository), 30 for A-Softmax (not the linear estimator's 8:
+        ``|z(x)| ~= 1`` here).
     t : float, default=1.0
         SV-Softmax parameter, ``t >= 1``; 1 is off.
     C : float, default=1.0

@@ -75,7 +75,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         times the (weighted) root-mean-square feature. The map is one-to-one (the
         inverse gnomonic projection onto a hemisphere), so the classifier keeps
         the information in ``|x|`` that plain normalisation discards: on iris
-        (4 features, 3-fold CV) AM-Softmax goes from 87.3% to 97.3%. The
+        (4 features, after a StandardScaler, 3 shuffled stratified folds of
+        seed 0) AM-Softmax goes from 86.7% to 97.3%. The
         prototypes gain one coordinate, stored in ``constant_coef_``. None or 0
         turns it off. Ignored by the other losses.
     fit_intercept : bool, default=True
@@ -97,7 +98,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         ``s / sqrt(d) dF/db`` are below ``tol * s``: a fit that the data
         decides rather than round-off (a 2-ulp change of ``X`` or a row
         permutation changes at most 0.1 % of the test labels of satimage, usps
-        and letter; ``benchmarks/results_label_stability.md``).
+        and letter; ``benchmarks/results_label_stability.md`` in the source
+        repository).
     warm_start : bool, default=False
         Start from the previous solution (skips the lambda schedule).
     random_state : int, RandomState instance or None, default=None

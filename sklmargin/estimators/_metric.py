@@ -46,6 +46,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .._utils.array_api import is_dask, row_blocks, to_numpy
+from .._utils.validation import FeatureScaleWarning
 from ..features._input_transform import apply_input_transform
 
 #: Rows of the pilot fit (a uniform draw without replacement; all rows below).
@@ -345,8 +346,11 @@ def learn_input_transform(estimator, keys, take, dtype):
     for _ in range(int(estimator.metric_steps)):
         current = apply_input_transform(X, transform)
         with warnings.catch_warnings():
-            # A pilot stopped early still points the way; the user's fit warns.
+            # A pilot stopped early still points the way; the user's fit warns,
+            # and has warned of its rows' scales once (a pilot's rows are theirs,
+            # or theirs after a metric step: a second warning, another number).
             warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", FeatureScaleWarning)
             pilot.fit(current, y_encoded, sample_weight=sample_weight)
         agop = average_gradient_outer_product(
             pilot, current[agop_rows], sample_weight[agop_rows], full
