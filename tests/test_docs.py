@@ -165,6 +165,8 @@ def test_estimator_describes_every_parameter(cls):
         sklmargin.MarginSoftmaxClassifier,
         sklmargin.KernelMarginSoftmaxClassifier,
         sklmargin.OpenSetClassifier,
+        sklmargin.MarginSoftmaxClassifierCV,
+        sklmargin.KernelMarginSoftmaxClassifierCV,
     ],
     ids=lambda cls: cls.__name__,
 )

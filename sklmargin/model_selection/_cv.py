@@ -69,43 +69,25 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         Passed to :class:`MarginSoftmaxClassifier` (``C`` is the fixed value of
         the losses tuned along ``s``).
     path_tol : float or None, default=1e-3
-        The tolerance (read as ``tol`` is: the stop test of ``tol``, at
-        ``path_tol * s``) of the fits that only select: every point of the
-        folds' paths and the refit's steps before the chosen ``s``. The
-        refit's chosen point is then fitted on to ``tol``. The looser of
-        ``tol`` and ``path_tol`` is used; None fits everything at ``tol`` (the
-        default before). With ``refit=False`` the fold models predict, and are
-        fitted at ``tol``. Measured with the linear solver of before its
-        sphere scaling ("Round 5" of the results files named below) on
-        CLIP ViT-B/32 features of Caltech-101
-        and UCF101 (100 and 101 classes, unit rows) against
-        ``LogisticRegressionCV(Cs=10, cv=3)``: 0.27 and 0.47 times its CPU
-        time (``path_tol=None``: 0.48 and 1.12) at test accuracy 0.9391 and
-        0.7930 (None: 0.9383 and 0.7893; LogisticRegressionCV: 0.9351 and
-        0.7920) and log loss 0.201 and 0.747 (None: 0.192 and 0.762;
-        LogisticRegressionCV: 0.414 and 0.765). ``tol=1e-3`` for every fit,
-        the chosen point's included, is as cheap but lost 0.5 and 0.8 points
-        (0.9343 and 0.7851): the last fit at ``tol`` is what keeps the
-        accuracy (``benchmarks/results_embeddings.md``). On the 8 CV
-        benchmark sets (standardised; 5 folds of seeds 0, 1 and 2): 0.54 to
-        0.61 times ``LogisticRegressionCV()``'s CPU time (None: 1.42 to
-        1.52), mean test accuracy 0.8402 over the three seeds (None: 0.8391;
-        seed 0 alone: 0.8386 against 0.8407; dna -1.1 and usps -0.5 points,
-        vowel +1.6) and mean log loss 0.511 (None: 0.525). The temperature
-        is fitted on the folds' logits, fitted at ``path_tol``, while the
-        refit's chosen point is the sharper model fitted on to ``tol``:
-        letter's log loss rose from 0.88 to 0.93-1.04, and more searches
-        choose an end of the path (``GridEdgeWarning`` on 3 of the 8 sets
-        against 2, seed 0; ``benchmarks/results_cv_defaults.md``). With the
-        sphere-scaled solver, which tests its start before iterating (the
-        current code; "Round 7: the scaled run tests its start" in both
-        files): 0.21 and 0.48 times ``LogisticRegressionCV(Cs=10, cv=3)``'s
-        CPU on Caltech-101 and UCF101 at test accuracy 0.9359 and 0.7914,
-        log loss 0.201 and 0.750 (UCF101's held-out accuracy is flat over
-        ``s``: which point wins moves with any change of the fits); on the 8
-        sets (seed 0) 0.62 times ``LogisticRegressionCV()``'s CPU, mean test
-        accuracy 0.8441 against 0.8344, letter's log loss 1.001 against
-        0.866.
+        The tolerance (read as ``tol`` is: its stop test at ``path_tol * s``)
+        of the fits that only select: every point of the folds' paths and the
+        refit's steps before the chosen ``s``; the refit's chosen point is
+        then fitted on to ``tol``. The looser of ``tol`` and ``path_tol`` is
+        used; None fits everything at ``tol``. With ``refit=False`` the fold
+        models predict, and are fitted at ``tol``. Measured at the defaults
+        (``benchmarks/results_embeddings.md`` in the source repository, and
+        ``benchmarks/results_cv_defaults.md`` in the source repository, their
+        latest sections): on CLIP ViT-B/32 features of Caltech-101 and UCF101
+        (unit rows, 100 and 101 classes) 0.21 and 0.48 times the CPU time of
+        ``LogisticRegressionCV(Cs=10, cv=3)`` (None: 0.49 and 1.23) at test
+        accuracy 0.9359 and 0.7914 (None: 0.9383 and 0.7922;
+        LogisticRegressionCV: 0.9351 and 0.7920); on eight standardised
+        benchmark sets 0.62 times ``LogisticRegressionCV()``'s CPU time in
+        total (None: 1.38) at mean test accuracy 0.8441 (None: 0.8405;
+        LogisticRegressionCV: 0.8344). The cost: the temperature is fitted on
+        the folds' logits, fitted at ``path_tol``, while the chosen point is
+        the sharper model fitted on to ``tol``, so letter's log loss is 1.001
+        (None: 0.879; LogisticRegressionCV: 0.866).
     RUN_PARAMETERS
 
     Attributes
@@ -207,9 +189,10 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     SVC()), C in {1, 10, 100} x gamma in {1/4, 1/2, 1, 2, 4} x "scale",
     cv=3)`` on eight public data sets and a 20,000 x 50 synthetic one
     (``benchmarks/results_kernel_cv_axes.md`` in the source repository,
-    made by ``benchmarks/kernel_targets.py --stage cv``): see that file for
-    the accuracies, the CPU times and the targets met or not: mean +0.18
-    points at 0.49 of the tuned SVC's CPU, and +0.35 against the plain
+    made by ``benchmarks/kernel_targets.py --stage cv`` in the source
+    repository): see that file for the accuracies, the CPU times and the
+    targets met or not: mean +0.18 points at 0.49 of the tuned SVC's CPU,
+    and +0.35 against the plain
     :class:`KernelMarginSoftmaxClassifier` at its defaults on the same
     splits (behind it on segment only, by 2 of 578 test rows).
 
@@ -222,9 +205,9 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         (plain ``"softmax"``: default ``C`` path 1, 10, 100). ``scores_`` is
         then a dict keyed by loss. Measured on six of the benchmark sets
         (vowel, segment, dna, satimage, pendigits, usps;
-        ``benchmarks/results_kernel_cv_axes.md``), ``["am-softmax",
-        "softmax"]`` at the other defaults cost 1.43 times the CPU of
-        ``"am-softmax"`` alone and chose plain softmax on three of them,
+        ``benchmarks/results_kernel_cv_axes.md`` in the source repository),
+        ``["am-softmax", "softmax"]`` at the other defaults cost 1.43 times
+        the CPU of ``"am-softmax"`` alone and chose plain softmax on three of them,
         changing their test accuracy by +0.08 (dna), -2.40 (satimage) and
         -0.40 (pendigits) points: the default searches AM-Softmax only.
     gammas : array-like of {"scale", "<factor>*scale", float}, default=None
@@ -246,10 +229,11 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         fold axis). The default searches both no metric and the diagonal
         metric. Learned once on all rows before the search (the previous
         default), the metric scored 89.05% on satimage where the search
-        without one scored 91.15% (``benchmarks/results_kernel_cv_metric.md``,
-        ``benchmarks/results_kernel_metric.md``); as an axis, the search
-        chooses no metric there and scores 91.30%
-        (``benchmarks/results_kernel_cv_axes.md``).
+        without one scored 91.15% (``benchmarks/results_kernel_cv_metric.md``
+        in the source repository; ``benchmarks/results_kernel_metric.md`` in
+        the source repository); as an axis, the search chooses no metric
+        there and scores 91.30% (``benchmarks/results_kernel_cv_axes.md`` in
+        the source repository).
     metric_steps : int, default=2
         Metric steps, as in :class:`KernelMarginSoftmaxClassifier`.
     n_components : int or "auto", default="auto"
@@ -258,8 +242,8 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         refit from all rows. Over the nine benchmark sets against the tuned
         SVC: mean +0.18 points with "auto", -0.09 with 1000 centres (letter
         97.10 against 96.62%, synthetic 89.96 against 87.93%), at 0.49
-        against 0.40 of its CPU (``benchmarks/results_kernel_cv_axes.md``,
-        its first two sections).
+        against 0.40 of its CPU (``benchmarks/results_kernel_cv_axes.md`` in
+        the source repository, its first two sections).
     SHARED_PARAMETERS
     t, C, lambda_min, kernel_approximation, centres, compute_dtype, \
 constant_feature, fit_intercept, class_weight, max_iter, tol
