@@ -144,14 +144,18 @@ def scaled_problem(fun, scale, last=None):
     """``fun`` in the coordinates ``z = x / scale``: ``z -> (F, scale * dF/dx)``.
 
     The chain rule of ``x = scale * z``. ``last`` (a dict), when given, keeps
-    the latest ``z`` and its gradient.
+    the latest ``z`` (a copy), its value and its gradient, and answers a call
+    at that same ``z`` from them: scipy evaluates its start once more after
+    :func:`_scaled_lbfgs` has tested it.
     """
 
     def scaled(z):
+        if last and np.array_equal(z, last["z"]):
+            return last["value"], last["grad"]
         value, grad = fun(scale * z)
         grad = scale * grad
         if last is not None:
-            last["z"], last["grad"] = z, grad
+            last["z"], last["value"], last["grad"] = np.array(z), value, grad
         return value, grad
 
     return scaled
@@ -186,7 +190,7 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
     last = {}
     scaled = scaled_problem(fun, scale, last)
     z0 = x0 / scale
-    value0, grad0 = scaled(z0)
+    value0, grad0 = scaled(z0)  # minimize's own first call reads it from last
     size0 = stationarity(z0, grad0)
     if size0 <= tol:
         # scipy's plain run tests its start before the first iteration; the
@@ -199,16 +203,6 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
             message="CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL",
         )  # fmt: skip
         return result, size0
-    first = {"z": z0, "value": value0, "grad": grad0}
-
-    def start_once(z):
-        # minimize evaluates its start again: hand it the one just computed
-        if first and np.array_equal(z, first["z"]):
-            cached = first.copy()
-            first.clear()
-            last["z"], last["grad"] = cached["z"], cached["grad"]
-            return cached["value"], cached["grad"]
-        return scaled(z)
 
     def stop_when_stationary(intermediate_result):
         if log is not None:
@@ -222,7 +216,7 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
     # The callback stops the run (scipy's gtol test is the raw gradient's).
     options = {**options, "gtol": 0.0, "maxcor": _SPHERE_MEMORY}
     result = minimize(
-        start_once, z0, jac=True, method="L-BFGS-B", options=options,
+        scaled, z0, jac=True, method="L-BFGS-B", options=options,
         callback=stop_when_stationary,
     )  # fmt: skip
     # scipy's jac is the gradient at its x, in the scaled coordinates
