@@ -370,11 +370,13 @@ class LinearMarginObjective(ObjectiveBase):
         return self.wide != self.X.dtype
 
     def _widened(self, array):
+        # copy=False: logits the raw-logit check already computed wide are
+        # not copied a second time by the scale check
         if array is None:
             return None
         if self.xp is None:
-            return array.astype(np.float64)
-        return self.xp.astype(array, self.wide)
+            return array.astype(np.float64, copy=False)
+        return self.xp.astype(array, self.wide, copy=False)
 
     def _pointwise(self, cos, scale, intercept, *, lam=0.0, state=None, **kwargs):
         """Run the pointwise layer on ``cos`` (overwritten), ``intercept`` on host."""
