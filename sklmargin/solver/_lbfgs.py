@@ -40,6 +40,8 @@ _STALL_FACTOR = 10.0
 # pairs 0.1 %, at no more fit time (fewer iterations pay for the longer
 # two-loop recursion over K d parameters).
 _SPHERE_MEMORY = 50
+# Its message when the scaled gradient test holds (scipy's names its own test).
+_SPHERE_CONVERGED = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL"
 
 # Fractions of a state round's step tried on the exact objective: where a state
 # entry flipped, the full step can raise it while a shorter one still lowers it.
@@ -144,9 +146,11 @@ def scaled_problem(fun, scale, last=None):
     """``fun`` in the coordinates ``z = x / scale``: ``z -> (F, scale * dF/dx)``.
 
     The chain rule of ``x = scale * z``. ``last`` (a dict), when given, keeps
-    the latest ``z`` (a copy), its value and its gradient, and answers a call
-    at that same ``z`` from them: scipy evaluates its start once more after
-    :func:`_scaled_lbfgs` has tested it.
+    the latest ``z``, its value and its gradient, and answers a call at that
+    same ``z`` from them: scipy evaluates its start once more after
+    :func:`_scaled_lbfgs` has tested it. ``z`` is kept by reference: scipy
+    hands ``fun`` a copy of its iterate (which L-BFGS-B updates in place), so
+    no second copy per evaluation.
     """
 
     def scaled(z):
@@ -155,7 +159,7 @@ def scaled_problem(fun, scale, last=None):
         value, grad = fun(scale * z)
         grad = scale * grad
         if last is not None:
-            last["z"], last["value"], last["grad"] = np.array(z), value, grad
+            last["z"], last["value"], last["grad"] = z, value, grad
         return value, grad
 
     return scaled
@@ -199,8 +203,7 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
         # it is in the plain run: no line search is spent moving it.
         result = OptimizeResult(
             x=np.array(x0, dtype=np.float64), fun=value0, jac=grad0,
-            nit=0, status=0, success=True,
-            message="CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL",
+            nit=0, status=0, success=True, message=_SPHERE_CONVERGED,
         )  # fmt: skip
         return result, size0
 
@@ -225,7 +228,7 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
     size = stationarity(result.x, result.jac)
     result.x = scale * result.x
     if size <= tol:
-        result.message = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL"
+        result.message = _SPHERE_CONVERGED
     return result, size
 
 
