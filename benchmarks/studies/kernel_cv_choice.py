@@ -243,7 +243,8 @@ def _paths_summary(rows):
             differences.append(warm - cold)
             idle += warm_it == 0.0
             out.append(
-                f"| {r['dataset']} | {point} | {warm:.2f}, {warm_it:.1f} | "
+                f"| {r['dataset']} | {point.replace('|', ', ')} | "
+                f"{warm:.2f}, {warm_it:.1f} | "
                 f"{cold:.2f}, {cold_it:.1f} | {warm - cold:+.2f} |"
             )
         differences = np.abs(differences)
