@@ -234,6 +234,63 @@ def test_warm_path_matches_cold_fits(iris):
     assert clf.n_iter_[:, 0, 1:].sum() < np.sum(cold_iter)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MarginSoftmaxClassifierCV(ss=[5.0, 10.0, 20.0, 40.0], cv=3),
+        lambda: MarginSoftmaxClassifierCV(
+            loss="softmax", Cs=[0.1, 1.0, 10.0], class_weight={0: 2.0}, cv=3
+        ),
+        lambda: KernelMarginSoftmaxClassifierCV(
+            gammas=["scale"],
+            metric=None,
+            ss=[10.0, 30.0, 100.0],
+            n_components=40,
+            cv=3,
+            random_state=0,
+        ),
+    ],
+)
+def test_a_path_prepares_its_rows_once(iris, make, monkeypatch):
+    """Each warm-started path validates, lifts and normalises its rows once.
+
+    Its later points (and the refit's steps before the chosen point) start
+    from the rows its first point prepared; the search chooses, scores and
+    refits as when every point prepares its own.
+    """
+    from sklmargin.estimators import _base
+
+    X, y = iris
+    X = X * np.array([1.0, 2.0, 3.0, 4.0])  # rows of different norms
+    calls = []
+    prepare = _base.prepare_rows
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(_base, "prepare_rows", counting)
+    shared = make().fit(X, y)
+    n_shared = len(calls)
+    fit = _base.BaseMarginSoftmax._fit
+
+    def each_its_own(self, *args, path_rows=None, **kwargs):
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(_base.BaseMarginSoftmax, "_fit", each_its_own)
+    calls.clear()
+    own = make().fit(X, y)
+    n_points = shared.scores_.size
+    # One preparation per fold path, two at most for the refit (its first
+    # step, and its chosen point, which also checks the feature scales).
+    assert n_shared <= 3 + 2 < n_points <= len(calls)
+    np.testing.assert_allclose(shared.scores_, own.scores_, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(shared.n_iter_, own.n_iter_)
+    np.testing.assert_allclose(
+        shared.predict_proba(X), own.predict_proba(X), rtol=1e-9, atol=1e-12
+    )
+
+
 def test_parallel_folds_equal_sequential(iris):
     X, y = iris
     params = dict(ss=[5.0, 20.0], ms=[0.0, 0.1], cv=2)

@@ -283,14 +283,24 @@ class BaseMarginSoftmax(
         return self._fit(X, y, sample_weight)
 
     @fit_context(prefer_skip_nested_validation=True)
-    def _fit(self, X, y, sample_weight=None, *, premapped=None, check_scale=True):
-        """:meth:`fit`, with the CV search's two private arguments.
+    def _fit(
+        self, X, y, sample_weight=None, *, premapped=None, check_scale=True,
+        path_rows=None,
+    ):  # fmt: skip
+        """:meth:`fit`, with the CV search's three private arguments.
 
         ``premapped`` is a CV fold's ``(feature_map, mapped rows)``
         (:meth:`_fold_features`): the fit uses them as they are, learns no
         input transform and leaves the rows unchanged for the next grid
         point. ``check_scale=False`` skips the FeatureScaleWarning (the
         search warns once, at its final refit, not per fold and grid point).
+        ``path_rows`` is a dict shared by the fits of one warm-started path
+        on the same rows (only ``s``, ``C`` and ``tol`` change between them):
+        the first fit keeps its validated, lifted and normalised rows there
+        and the later ones start from them instead of preparing them again
+        (on a9a that preparation was 16 % of ``MarginSoftmaxClassifierCV``'s
+        time). A fit that warns about the feature scales, or whose loss
+        starts from the raw rows (L-Softmax), prepares its own.
         """
         if is_dask(X):  # by passes over its chunks; Dask imported only here
             from ..integrations.dask._estimators import fit_dask
@@ -298,33 +308,52 @@ class BaseMarginSoftmax(
             return fit_dask(self, X, y, sample_weight)
         xp, device = input_namespace(X) or (None, None)  # torch, CuPy, ...
         margin, m, s, lambda_min = self._validate_hyperparameters()
-        X, classes, y_encoded, sample_weight = self._check_training_data(
-            X, y, sample_weight, xp, check_scale
-        )
-        self.classes_ = classes
-        X = self._fit_input_transform(
-            X, y_encoded, sample_weight, xp, device, learn=premapped is None
-        )
-        features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
         # L-Softmax's softmax start works on the raw rows: kept until the start.
         raw_start = margin.start == "softmax-solution"
-        # Row norms once: for the lift's RMS and for the unit rows.
-        norms = row_norms(features) if margin.uses_angle else None
-        constant = (
-            lift_constant(
-                norms, features.shape[1], sample_weight, self.constant_feature
-            )
-            if margin.normalizes_X
-            else 0.0
-        )
-        rows = prepare_rows(
-            features, normalize=margin.uses_angle, constant=constant, norms=norms,
-            # Rows the map made in this call are ours and needed no more: the
-            # unit rows overwrite them (a fold's serve every grid point).
-            overwrite=features is not X and premapped is None and not raw_start,
+        reuse = path_rows is not None and not check_scale and not raw_start
+        # What the prepared rows depend on besides s, C and tol (the path's
+        # own parameters): the data and the settings that shape the rows.
+        key = (
+            id(X), id(y), id(sample_weight), id(premapped), margin.uses_angle,
+            margin.normalizes_X, self.constant_feature, self.class_weight,
         )  # fmt: skip
-        raw = [features] if raw_start else []
-        del features, norms
+        raw = []
+        if reuse and path_rows.get("key") == key:
+            classes, y_encoded, sample_weight, rows = path_rows["rows"]
+            self.classes_ = classes
+        else:
+            X, classes, y_encoded, sample_weight = self._check_training_data(
+                X, y, sample_weight, xp, check_scale
+            )
+            self.classes_ = classes
+            X = self._fit_input_transform(
+                X, y_encoded, sample_weight, xp, device, learn=premapped is None
+            )
+            features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
+            # Row norms once: for the lift's RMS and for the unit rows.
+            norms = row_norms(features) if margin.uses_angle else None
+            constant = (
+                lift_constant(
+                    norms, features.shape[1], sample_weight, self.constant_feature
+                )
+                if margin.normalizes_X
+                else 0.0
+            )
+            rows = prepare_rows(
+                features, normalize=margin.uses_angle, constant=constant,
+                norms=norms,
+                # Rows the map made in this call are ours and needed no more:
+                # the unit rows overwrite them (a fold's serve every grid point).
+                overwrite=features is not X and premapped is None and not raw_start,
+            )  # fmt: skip
+            if raw_start:
+                raw.append(features)
+            del features, norms
+            if reuse:
+                path_rows.clear()
+                path_rows.update(
+                    key=key, rows=(classes, y_encoded, sample_weight, rows)
+                )
         largest = None
         if rows.norms is not None:
             largest = np.array([float((np if xp is None else xp).max(rows.norms))])

@@ -471,7 +471,7 @@ class _BaseMarginSoftmaxCV(
         map does not share: the kernel search refits cold (``steps`` empty).
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
-        points = steps or (None,)
+        points, path_rows = steps or (None,), {}
         for i, value in enumerate(points):  # the last step is the chosen point
             last = i == len(points) - 1
             if value is not None:
@@ -479,7 +479,7 @@ class _BaseMarginSoftmaxCV(
             # The steps before the chosen point only carry the warm start.
             estimator.set_params(tol=start.tol if last else self._path_tol(start.tol))
             # The FeatureScaleWarning once, at the chosen point, not per step.
-            estimator._fit(X, y, sample_weight, check_scale=last)
+            estimator._fit(X, y, sample_weight, check_scale=last, path_rows=path_rows)
         return estimator.set_params(warm_start=False)
 
     # -- prediction (the public methods: MarginPredictMixin) ------------------

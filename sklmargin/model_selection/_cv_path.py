@@ -195,7 +195,7 @@ def fit_fold(estimator, data, train, test, grid, label, scored, job_point=None):
 def _walk_path(estimator, inner, head, rows, grid, label, scored):
     """Fit one warm-started path on a fold's mapped rows: its PathPoints."""
     path = clone(estimator).set_params(**inner, warm_start=True)
-    points = []
+    points, path_rows = [], {}  # the rows prepared once for the whole path
     for value in head.path_values:
         start = time.perf_counter()
         path.set_params(**{head.path_name: value})
@@ -203,7 +203,7 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
         # rows, once, not once per fold and grid point.
         path._fit(
             rows.X_train, rows.y_train, rows.sw_train,
-            premapped=rows.premapped, check_scale=False,
+            premapped=rows.premapped, check_scale=False, path_rows=path_rows,
         )  # fmt: skip
         fit_time = time.perf_counter() - start
         logits = full_class_logits(
