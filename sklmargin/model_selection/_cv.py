@@ -191,7 +191,7 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     (``benchmarks/results_kernel_cv_axes.md`` in the source repository,
     made by ``benchmarks/kernel_targets.py --stage cv`` in the source
     repository): see that file for the accuracies, the CPU times and the
-    targets met or not: mean +0.18 points at 0.49 of the tuned SVC's CPU,
+    targets met or not: mean +0.18 points at 0.47 of the tuned SVC's CPU,
     and +0.35 against the plain
     :class:`KernelMarginSoftmaxClassifier` at its defaults on the same
     splits (behind it on segment only, by 2 of 578 test rows).
