@@ -298,9 +298,11 @@ class BaseMarginSoftmax(
         on the same rows (only ``s``, ``C`` and ``tol`` change between them):
         the first fit keeps its validated, lifted and normalised rows there
         and the later ones start from them instead of preparing them again
-        (on a9a that preparation was 16 % of ``MarginSoftmaxClassifierCV``'s
-        time). A fit that warns about the feature scales, or whose loss
-        starts from the raw rows (L-Softmax), prepares its own.
+        (``MarginSoftmaxClassifierCV()`` on a9a went from 2.96 to 2.04 times
+        ``LogisticRegressionCV()``'s CPU, ``benchmarks/results_cv_defaults.md``
+        in the source repository, "Round 8"). A fit that warns about the
+        feature scales, or whose loss starts from the raw rows (L-Softmax),
+        prepares its own.
         """
         if is_dask(X):  # by passes over its chunks; Dask imported only here
             from ..integrations.dask._estimators import fit_dask
@@ -320,40 +322,19 @@ class BaseMarginSoftmax(
         raw = []
         if reuse and path_rows.get("key") == key:
             classes, y_encoded, sample_weight, rows = path_rows["rows"]
-            self.classes_ = classes
+            self.classes_ = classes  # (_training_rows sets it otherwise)
         else:
-            X, classes, y_encoded, sample_weight = self._check_training_data(
-                X, y, sample_weight, xp, check_scale
-            )
-            self.classes_ = classes
-            X = self._fit_input_transform(
-                X, y_encoded, sample_weight, xp, device, learn=premapped is None
-            )
-            features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
-            # Row norms once: for the lift's RMS and for the unit rows.
-            norms = row_norms(features) if margin.uses_angle else None
-            constant = (
-                lift_constant(
-                    norms, features.shape[1], sample_weight, self.constant_feature
-                )
-                if margin.normalizes_X
-                else 0.0
-            )
-            rows = prepare_rows(
-                features, normalize=margin.uses_angle, constant=constant,
-                norms=norms,
-                # Rows the map made in this call are ours and needed no more:
-                # the unit rows overwrite them (a fold's serve every grid point).
-                overwrite=features is not X and premapped is None and not raw_start,
+            classes, y_encoded, sample_weight, rows, features = self._training_rows(
+                X, y, sample_weight, xp, device, margin, premapped, check_scale,
+                keep_features=raw_start,
             )  # fmt: skip
             if raw_start:
                 raw.append(features)
-            del features, norms
             if reuse:
-                path_rows.clear()
                 path_rows.update(
                     key=key, rows=(classes, y_encoded, sample_weight, rows)
                 )
+        self.classes_ = classes
         largest = None
         if rows.norms is not None:
             largest = np.array([float((np if xp is None else xp).max(rows.norms))])
@@ -389,6 +370,48 @@ class BaseMarginSoftmax(
         if xp is not None:
             move_fitted_to_device(self, xp, device)
         return self
+
+    def _training_rows(
+        self, X, y, sample_weight, xp, device, margin, premapped, check_scale,
+        keep_features,
+    ):  # fmt: skip
+        """Validate, transform, map, lift and normalise the training rows.
+
+        Returns ``(classes, y_encoded, sample_weight, rows, features)``:
+        ``rows`` are the :class:`PreparedRows` the objective reads;
+        ``features`` the mapped rows before normalisation when
+        ``keep_features`` (L-Softmax's softmax start needs them), else None.
+        """
+        X, classes, y_encoded, sample_weight = self._check_training_data(
+            X, y, sample_weight, xp, check_scale
+        )
+        self.classes_ = classes
+        X = self._fit_input_transform(
+            X, y_encoded, sample_weight, xp, device, learn=premapped is None
+        )
+        features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
+        # Row norms once: for the lift's RMS and for the unit rows.
+        norms = row_norms(features) if margin.uses_angle else None
+        constant = (
+            lift_constant(
+                norms, features.shape[1], sample_weight, self.constant_feature
+            )
+            if margin.normalizes_X
+            else 0.0
+        )
+        rows = prepare_rows(
+            features, normalize=margin.uses_angle, constant=constant, norms=norms,
+            # Rows the map made in this call are ours and needed no more: the
+            # unit rows overwrite them (a fold's serve every grid point).
+            overwrite=features is not X and premapped is None and not keep_features,
+        )  # fmt: skip
+        return (
+            classes,
+            y_encoded,
+            sample_weight,
+            rows,
+            (features if keep_features else None),
+        )
 
     def _cold_start(self, objective, class_totals, class_sums, softmax_problem):
         """``(x0, n_iter)`` of a cold fit, as the margin's ``start`` asks.
