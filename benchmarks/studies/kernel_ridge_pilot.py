@@ -142,8 +142,7 @@ def ridge_pilot(ridge):
 def scaled(data, name):
     X, y, X_test, y_test = split_of(data, name)
     scaler = StandardScaler().fit(X)
-    cast = (scaler.transform(a).astype(np.float32) for a in (X, X_test))
-    X, X_test = cast
+    X, X_test = (scaler.transform(a).astype(np.float32) for a in (X, X_test))
     return X, y, X_test, y_test
 
 

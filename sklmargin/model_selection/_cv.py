@@ -82,8 +82,8 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         ``LogisticRegressionCV(Cs=10, cv=3)`` (None: 0.49 and 1.23) at test
         accuracy 0.9359 and 0.7914 (None: 0.9383 and 0.7922;
         LogisticRegressionCV: 0.9351 and 0.7920); on eight standardised
-        benchmark sets 0.62 times ``LogisticRegressionCV()``'s CPU time in
-        total (None: 1.38) at mean test accuracy 0.8441 (None: 0.8405;
+        benchmark sets 0.58 times ``LogisticRegressionCV()``'s CPU time in
+        total (None: 1.33) at mean test accuracy 0.8441 (None: 0.8405;
         LogisticRegressionCV: 0.8344). The cost: the temperature is fitted on
         the folds' logits, fitted at ``path_tol``, while the chosen point is
         the sharper model fitted on to ``tol``, so letter's log loss is 1.001
@@ -243,7 +243,8 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         SVC: mean +0.18 points with "auto", -0.09 with 1000 centres (letter
         97.10 against 96.62%, synthetic 89.96 against 87.93%), at 0.49
         against 0.40 of its CPU (``benchmarks/results_kernel_cv_axes.md`` in
-        the source repository, its first two sections).
+        the source repository, sections "The current default" and "The first
+        run of the axes").
     SHARED_PARAMETERS
     t, C, lambda_min, kernel_approximation, centres, compute_dtype, \
 constant_feature, fit_intercept, class_weight, max_iter, tol
