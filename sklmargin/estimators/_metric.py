@@ -331,8 +331,13 @@ def learn_input_transform(estimator, keys, take, dtype):
     sample_weight = np.asarray(sample_weight, dtype=np.float64)
     if np.unique(y_encoded[sample_weight > 0]).shape[0] < 2:
         return None  # the sample cannot train a classifier: no metric
+    # The pilot reads the rows before (and between) the metric steps, whose
+    # scales differ from the final map's: its width is always "scale" of the
+    # rows it sees. A numeric ``gamma`` is the final map's width, in the space
+    # of the transformed rows, and must not reach the pilot.
     pilot = clone(estimator).set_params(
         metric=None,
+        gamma="scale",
         n_components=min(estimator._width(len(keys)), PILOT_COMPONENTS),
         tol=estimator.tol * PILOT_TOL_FACTOR,
         class_weight=None,
