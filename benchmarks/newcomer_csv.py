@@ -32,9 +32,8 @@ def make_rows(n_samples=6000, seed=0):
     Z = rng.standard_normal((n_samples, len(SCALES)))
     # The target: a nonlinear function of columns 0, 4, 8 and 10 (scales 1e-3,
     # 10, 1e5 and 0.3), cut into four classes at its quartiles.
-    score = (
-        np.sin(2.0 * Z[:, 0]) + Z[:, 4] * Z[:, 8] + np.abs(Z[:, 10]) - 0.5 * Z[:, 4] ** 2
-    )
+    score = np.sin(2.0 * Z[:, 0]) + Z[:, 4] * Z[:, 8] + np.abs(Z[:, 10])
+    score -= 0.5 * Z[:, 4] ** 2
     score += 0.3 * rng.standard_normal(n_samples)
     y = np.searchsorted(np.quantile(score, [0.25, 0.5, 0.75]), score)
     X = Z * SCALES + 5 * SCALES  # offsets too: not centred
@@ -42,7 +41,7 @@ def make_rows(n_samples=6000, seed=0):
         X[rng.random(n_samples) < 0.05, column] = np.nan
     text = TEXT[rng.integers(len(TEXT), size=n_samples)]
     header = [f"x{j}" for j in range(len(SCALES))] + ["region", "label"]
-    rows = [[*row, t, LABELS[k]] for row, t, k in zip(X.tolist(), text, y)]
+    rows = [[*row, t, LABELS[k]] for row, t, k in zip(X.tolist(), text, y, strict=True)]
     return header, rows
 
 
