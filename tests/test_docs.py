@@ -159,20 +159,80 @@ def test_estimator_describes_every_parameter(cls):
         assert documented.get(name), f"parameter {name!r} is not described"
 
 
-@pytest.mark.parametrize(
-    "cls",
-    [
-        sklmargin.MarginSoftmaxClassifier,
-        sklmargin.KernelMarginSoftmaxClassifier,
-        sklmargin.OpenSetClassifier,
-        sklmargin.MarginSoftmaxClassifierCV,
-        sklmargin.KernelMarginSoftmaxClassifierCV,
-    ],
-    ids=lambda cls: cls.__name__,
+PACKAGE = sorted((ROOT / "sklmargin").rglob("*.py"))
+#: Lab notes that belong in docs/ and benchmarks/, not in the package: a
+#: results file, an issue number, a development round, a commit.
+LAB_NOTES = re.compile(
+    r"results_[a-z_]+\.md|\bissues? \d+\b|\b[Rr]ound[ -]\d|\bcommits? [0-9a-f]{7}"
 )
-def test_docstring_says_where_repository_files_are(cls):
-    """A pip user has no ``benchmarks/``: ``help(cls)`` says where it is."""
-    text = " ".join(cls.__doc__.split())
-    for match in re.finditer(r"``benchmarks/[^`]+``", text):
-        after = text[match.end() : match.end() + 40]
-        assert "source repository" in after, (match.group(), after)
+#: A hexadecimal word of 7 to 40 characters with a letter and a digit: a
+#: commit hash (plain numbers and ``0x`` constants are not matched).
+HASH = re.compile(r"(?<![\w.])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+
+
+def test_package_cites_no_results_files_issues_or_commits():
+    """Docstrings and comments say what and why; history lives elsewhere.
+
+    Numbers, results files and their commands are on the documentation's
+    benchmarks page, history in the changelog and ``git log``; a saved model
+    of an older release is recognised by its saved state, not by a commit.
+    """
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in PACKAGE
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if LAB_NOTES.search(line) or HASH.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_lab_note_patterns_match_what_they_are_for():
+    for note in (
+        "see benchmarks/results_kernel_default.md",
+        "(issue 17)",
+        "Round 8: each path",
+        "commit d6c350a",
+        "came with d6c350a, before",
+    ):
+        assert LAB_NOTES.search(note) or HASH.search(note), note
+    for fine in ("0x5EED_C0DE", "1.959963984540054", "arXiv:2212.13881", "round(11)"):
+        assert not (LAB_NOTES.search(fine) or HASH.search(fine)), fine
+
+
+def _private_sklearn_imports(path):
+    """``(line, name)`` of every private scikit-learn module or name imported."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "sklearn"
+        ):
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if any(part.startswith("_") for part in node.module.split(".")):
+                private.append(node.module)
+            found += [(node.lineno, name) for name in private]
+        elif isinstance(node, ast.Import):
+            found += [
+                (node.lineno, alias.name)
+                for alias in node.names
+                if alias.name.startswith("sklearn")
+                and any(part.startswith("_") for part in alias.name.split("."))
+            ]
+    return found
+
+
+def test_private_sklearn_imports_live_in_utils():
+    """The README's promise: every private scikit-learn import is in _utils/.
+
+    Private modules move between releases; ``_utils/compat.py`` imports each
+    one once, with a fallback, and the package imports it from there.
+    """
+    utils = ROOT / "sklmargin" / "_utils"
+    outside = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in PACKAGE
+        if utils not in path.parents
+        for line, name in _private_sklearn_imports(path)
+    ]
+    assert not outside, outside
+    inside = [name for _, name in _private_sklearn_imports(utils / "compat.py")]
+    assert "_safe_indexing" in inside and "sklearn.utils._param_validation" in inside
