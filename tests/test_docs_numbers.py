@@ -116,7 +116,7 @@ def test_readme_numbers_are_in_the_results_files_they_cite():
 
 
 def test_the_lift_numbers_on_iris_are_what_the_estimator_gives():
-    """``constant_feature``'s docstring and the user guide quote a computation.
+    """The user guide's lift section quotes a computation; this redoes it.
 
     Within one row of iris (0.67 points of a 3-fold mean): a row on a boundary
     may flip with the BLAS kernel at ``tol=1e-4``.
@@ -136,13 +136,96 @@ def test_the_lift_numbers_on_iris_are_what_the_estimator_gives():
             StandardScaler(), MarginSoftmaxClassifier(constant_feature=lift)
         )
         computed.append(100 * cross_val_score(model, X, y, cv=folds).mean())
-    docstring = " ".join(MarginSoftmaxClassifier.__doc__.split())
     guide = " ".join((DOCS / "user_guide.rst").read_text(encoding="utf-8").split())
-    for pattern, text in [
-        (r"AM-Softmax goes from (\d+\.\d)% to (\d+\.\d)%", docstring),
-        (r"from (\d+\.\d)% without the lift to (\d+\.\d)% with it", guide),
-    ]:
-        quoted = [float(number) for number in re.search(pattern, text).groups()]
-        assert quoted[1] - quoted[0] > 5  # the lift's gain, as the text says
-        for value, number in zip(computed, quoted, strict=True):
-            assert abs(value - number) <= 100 / len(y) + 0.05, (computed, quoted)
+    pattern = r"from (\d+\.\d)% without the lift to (\d+\.\d)% with it"
+    quoted = [float(number) for number in re.search(pattern, guide).groups()]
+    assert quoted[1] - quoted[0] > 5  # the lift's gain, as the text says
+    for value, number in zip(computed, quoted, strict=True):
+        assert abs(value - number) <= 100 / len(y) + 0.05, (computed, quoted)
+
+
+#: The user-facing pages: every page but the changelog, and the README.
+USER_PAGES = [
+    page for page in sorted(DOCS.glob("*.rst")) if page.name != "changelog.rst"
+] + [ROOT / "README.md"]
+#: A development round's label ("Round 7", "round-4"): history, which belongs
+#: in the changelog and in benchmarks/ (a script's variant name such as
+#: ``--variants round4`` is a command, not a label).
+ROUND_LABEL = re.compile(r"\b[Rr]ound[ -]\d")
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.name)
+def test_user_pages_carry_no_round_labels(page):
+    lines = page.read_text(encoding="utf-8").splitlines()
+    labelled = [
+        f"{page.name}:{number}: {line.strip()}"
+        for number, line in enumerate(lines, start=1)
+        if ROUND_LABEL.search(line)
+    ]
+    assert not labelled, "\n".join(labelled)
+
+
+def test_round_label_pattern():
+    for label in ("Round 7: the scaled run", "the round-4 default", "Round 5"):
+        assert ROUND_LABEL.search(label), label
+    for text in ("--variants default,round4", "round(11 sqrt(n))", "rounds of SV"):
+        assert not ROUND_LABEL.search(text), text
+
+
+def rst_blocks(text):
+    """The blocks of an RST section with the results files each cites.
+
+    A block is a paragraph or a bullet. A bullet also cites the files of the
+    paragraph that opens its subsection; a block that says "same file" also
+    cites the files of the block before it.
+    """
+    blocks, previous, intro = [], set(), set()
+    lines = text.splitlines()
+    for number, line in enumerate(lines[:-1]):
+        if set(lines[number + 1].strip()) <= set("-~") and lines[number + 1].strip():
+            lines[number] = "## " + line  # a subsection title
+    for part in re.split(r"\n(?=\* |## )|\n\n", "\n".join(lines)):
+        part = part.strip("\n")
+        files = set(re.findall(r"benchmarks/[\w/]+\.md", part))
+        if part.startswith("## "):
+            intro = set()
+            continue
+        if part.startswith("* "):
+            files |= intro
+        elif files:
+            intro = files
+        if "same file" in part:
+            files |= previous
+        blocks.append((part, files))
+        previous = files or previous
+    return blocks
+
+
+def quoted_numbers_missing(text, cited_at=ROOT):
+    """Decimal numbers of ``text``'s blocks that no results file they cite holds."""
+    missing, checked = [], 0
+    for block, files in rst_blocks(text):
+        quoted = re.findall(r"(?<![\w.])\d+\.\d+", block)
+        if not quoted:
+            continue
+        assert files, f"numbers {quoted} without a results file: {block[:80]}"
+        candidates = [
+            number
+            for name in sorted(files)
+            for number in re.findall(
+                r"\d+\.\d+", (cited_at / name).read_text(encoding="utf-8")
+            )
+        ]
+        missing += [n for n in quoted if not rounds_to(n, candidates)]
+        checked += len(quoted)
+    return missing, checked
+
+
+def test_defaults_page_numbers_are_in_the_results_files_they_cite():
+    """The measurements behind the parameter docs, traced to their files."""
+    page = (DOCS / "benchmarks.rst").read_text(encoding="utf-8")
+    missing, checked = quoted_numbers_missing(
+        section(page, "Where the defaults come from")
+    )
+    assert not missing, f"benchmarks.rst quotes {missing}, not in the cited files"
+    assert checked >= 40, checked
