@@ -139,7 +139,15 @@ def test_readme_python_blocks_run_as_pasted(capsys):
 
 @pytest.mark.parametrize(
     "cls",
-    [sklmargin.MarginSoftmaxClassifier, sklmargin.KernelMarginSoftmaxClassifier],
+    [
+        sklmargin.MarginSoftmaxClassifier,
+        sklmargin.KernelMarginSoftmaxClassifier,
+        sklmargin.MarginSoftmaxClassifierCV,
+        sklmargin.KernelMarginSoftmaxClassifierCV,
+        sklmargin.OpenSetClassifier,
+        sklmargin.NystroemFeatures,
+        sklmargin.RandomFourierFeatures,
+    ],
     ids=lambda cls: cls.__name__,
 )
 def test_estimator_describes_every_parameter(cls):
@@ -152,11 +160,47 @@ def test_estimator_describes_every_parameter(cls):
     )
     ClassDoc = docscrape.ClassDoc
     documented = {
-        param.name: " ".join(param.desc).strip()
+        name.strip(" \\"): " ".join(param.desc).strip()
         for param in ClassDoc(cls)["Parameters"]
+        for name in param.name.split(",")  # "t, C, tol" shares one text
     }
     for name in inspect.signature(cls).parameters:
         assert documented.get(name), f"parameter {name!r} is not described"
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        sklmargin.MarginSoftmaxClassifier,
+        sklmargin.KernelMarginSoftmaxClassifier,
+        sklmargin.MarginSoftmaxClassifierCV,
+        sklmargin.KernelMarginSoftmaxClassifierCV,
+        sklmargin.OpenSetClassifier,
+        sklmargin.NystroemFeatures,
+        sklmargin.RandomFourierFeatures,
+    ],
+    ids=lambda cls: cls.__name__,
+)
+def test_every_default_is_stated(cls):
+    """A parameter with a default says which (``default=...``) in ``help(cls)``.
+
+    The CV estimators' parameters passed on to the plain estimator unchanged
+    are described once, as "Passed to" it, whose documentation states them.
+    """
+    import inspect
+
+    docscrape = pytest.importorskip(
+        "numpydoc.docscrape", reason="numpydoc (the docs extra) parses the docstring"
+    )
+    documented = {}
+    for param in docscrape.ClassDoc(cls)["Parameters"]:
+        for name in param.name.split(","):
+            documented[name.strip(" \\")] = (param.type, " ".join(param.desc))
+    for name, parameter in inspect.signature(cls).parameters.items():
+        if parameter.default is inspect.Parameter.empty:
+            continue
+        kind, text = documented[name]
+        assert "default=" in kind or text.startswith("Passed to"), (name, kind)
 
 
 PACKAGE = sorted((ROOT / "sklmargin").rglob("*.py"))
