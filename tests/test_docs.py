@@ -243,6 +243,28 @@ def test_lab_note_patterns_match_what_they_are_for():
         assert not (LAB_NOTES.search(fine) or HASH.search(fine)), fine
 
 
+def test_package_points_to_benchmark_sections_that_exist():
+    """Where a docstring or comment says 'the benchmarks page, "X"', X is there."""
+    page = (DOCS / "benchmarks.rst").read_text()
+    titles = {
+        line.strip()
+        for line, under in zip(page.splitlines(), page.splitlines()[1:], strict=False)
+        if line.strip() and under.strip() and set(under.strip()) <= set("=-~")
+    }
+    cited = {
+        (path.relative_to(ROOT), " ".join(match.group(1).split()))
+        for path in PACKAGE
+        for match in re.finditer(
+            r'benchmarks\s+page,\s+"([^"]+)"',
+            # comments and docstrings as prose: one line, no comment marks
+            " ".join(re.sub(r"^\s*#:?", "", line) for line in path.open()),
+        )
+    }
+    assert cited, "no pointer found: the pattern no longer matches the package"
+    missing = [(str(path), title) for path, title in cited if title not in titles]
+    assert not missing, missing
+
+
 def _private_sklearn_imports(path):
     """``(line, name)`` of every private scikit-learn module or name imported."""
     found = []

@@ -119,24 +119,23 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     gamma : {"auto", "scale"} or float, default="auto"
         RBF kernel width; "scale" is ``1 / (n_features * Var(X))`` with the
         sample-weighted variance of the rows the map sees (after the learned
-        metric), resolved in ``fit`` (see ``feature_map_``). "auto" is twice
-        "scale" when a metric is learned, and "scale" without one
-        (``metric=None``, the model of earlier releases, where the two tie);
-        the metric's pilot fits always use "scale". The learned metric shrinks
-        the columns it finds irrelevant, which leaves the relevant distances
-        short for "scale": the narrower kernel gains accuracy on average
-        against an RBF SVC (the benchmarks page, "The learned metric against
-        SVC", has the measurements).
+        metric), resolved in ``fit`` (see ``feature_map_``). "auto" is a
+        narrower kernel than "scale" when a metric is learned, and "scale"
+        without one (``metric=None``, the model of earlier releases); the
+        metric's pilot fits always use "scale". Why: the learned metric
+        shrinks the columns it finds irrelevant, which leaves the relevant
+        distances short for "scale", and the narrower kernel gains accuracy
+        on average against an RBF SVC (the benchmarks page, "Where the
+        defaults come from", has the measurements).
     n_components : int or "auto", default="auto"
         Width of the feature map (number of centres for Nyström). "auto"
-        grows with the number of training rows ``n`` (``n_components_``):
-        ``min(1500, max(1000, round(11 * sqrt(n))))``, 1000 up to 8,272 rows
-        and 1500 from 18,583 -- the order :math:`\sqrt n` of centres that
-        keeps the learning rate of Nyström kernel methods [8]_, capped for
-        the fit's cost, which is linear in the width (and the predict's,
-        quadratic). The gain over a fixed 1000 centres shows on the larger
-        sets, for a fit CPU that grows with the width (measured on the
-        benchmarks page, "The learned metric against SVC").
+        grows with the number of training rows ``n`` as :math:`\sqrt n`
+        between a floor and a cap (:func:`auto_n_components`; the width used
+        is ``n_components_``): the order of centres that keeps the learning
+        rate of Nyström kernel methods [8]_, capped for the fit's cost, which
+        is linear in the width (and the predict's, quadratic). The gain over
+        a fixed width shows on the larger sets (the benchmarks page, "Where
+        the defaults come from").
     kernel_approximation : {"nystroem", "orf", "rff"}, default="nystroem"
         :class:`NystroemFeatures` (centres chosen among the training rows,
         float32 end to end), orthogonal random features or i.i.d. random
@@ -146,7 +145,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         How Nyström picks its centres (weighted, among distinct rows): uniform
         draws, weighted k-means, or randomly pivoted Cholesky. Uniform is the
         default because the three are equal within noise on average, and it is
-        the cheapest; k-means can pay on large sets with many small classes.
+        the cheapest; k-means gained a little on one large set of those
+        measured (the benchmarks page, "Where the defaults come from").
         Ignored by the random Fourier maps.
     constant_feature : float or None, default=None
         As in :class:`MarginSoftmaxClassifier`, on the mapped features. Off by
@@ -158,8 +158,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         discounts noise columns at the cost of a pilot fit, and closes most of
         the gap to an RBF SVC; a full matrix estimated from a pilot fit can
         also mix noise columns into the signal, and loses accuracy where there
-        are many (the benchmarks page, "The learned metric against SVC",
-        has the measurements).
+        are many (the benchmarks page, "Where the defaults come from", has the
+        measurements).
     metric_steps : int, default=2
         Number of metric steps, each a pilot fit on the rows the previous
         steps transformed (see ``metric``).
