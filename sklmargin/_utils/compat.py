@@ -10,6 +10,9 @@ and correct (possibly slower, or with less precise parameter messages):
 * ``Interval`` / ``StrOptions`` (:mod:`sklearn.utils._param_validation`) describe
   the constraints; the fallback classes only record them (every estimator also
   validates its parameters' meaning itself in ``fit``).
+* ``safe_indexing`` (``_safe_indexing`` of :mod:`sklearn.utils`) takes rows
+  of an array, a sparse matrix, a DataFrame or a list by position; the
+  fallback does the same for those four kinds.
 * ``HalfMultinomialLoss`` (:mod:`sklearn._loss.loss`) is a compiled, fused
   softmax cross-entropy; ``None`` when it cannot be imported, and the objective
   then uses its numpy version (it also probes the compiled one against numpy).
@@ -65,6 +68,19 @@ except ImportError:  # pragma: no cover - only on a scikit-learn without it
 
 
 try:
+    from sklearn.utils import _safe_indexing as safe_indexing
+except ImportError:  # pragma: no cover - only on a scikit-learn without it
+
+    def safe_indexing(X, indices):
+        """Fallback of scikit-learn's ``_safe_indexing``: rows by position."""
+        if hasattr(X, "iloc"):  # a DataFrame or Series
+            return X.iloc[indices]
+        if hasattr(X, "shape"):  # an ndarray, a sparse matrix, an array API array
+            return X[indices]
+        return [X[i] for i in indices]
+
+
+try:
     from sklearn._loss.loss import HalfMultinomialLoss
 except ImportError:  # pragma: no cover - only on a scikit-learn without it
     HalfMultinomialLoss = None
@@ -83,4 +99,5 @@ __all__ = [
     "StrOptions",
     "array_api_compat",
     "fit_context",
+    "safe_indexing",
 ]

@@ -12,10 +12,11 @@ makes the old model behave as the code that saved it did:
 * a missing fitted attribute of a fitted model (one with ``classes_``) takes
   the value ``_legacy_fitted`` computes from the saved state.
 
-The attributes each class fills, with the commit that introduced them (``git
-log -S``), are listed at its ``_legacy_params`` / ``_legacy_fitted``. Layouts
-older than the Margin redesign (commit 3a86f36, which replaced ``_fit_loss``
-by ``margin_``) are not translated.
+An old model is recognised by its saved state alone: an attribute absent
+from it is one that came later. The attributes each class fills are listed,
+with what the saved state implies for them, at its ``_legacy_params`` /
+``_legacy_fitted``. Saved states from before the Margin objects (those with
+``_fit_loss`` instead of ``margin_``) are not translated.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import inspect
 def fitted_dtype_name(state):
     """Name of the dtype a saved model was fitted in: its ``coef_``'s, or None.
 
-    Before ``compute_dtype`` (issue 17, commit d6c350a) the kernel estimator
-    mapped and fitted in the dtype of its training rows, which ``coef_`` keeps
-    (a kernel CV holds it in its refitted ``estimator_``).
+    A kernel estimator saved without ``compute_dtype`` mapped and fitted in
+    the dtype of its training rows, which ``coef_`` keeps (a kernel CV holds
+    it in its refitted ``estimator_``).
     """
     coef = state.get("coef_")
     if coef is None and state.get("estimator_") is not None:

@@ -203,16 +203,11 @@ class FeatureScaleWarning(UserWarning):
 
 
 #: Largest column root-mean-square over the median of the others' beyond which
-#: :class:`FeatureScaleWarning` is raised. Measured with
-#: ``benchmarks/feature_scale.py`` (``benchmarks/results_feature_scale.md``):
-#: on standardised data with one column multiplied by r, the default AM-Softmax
-#: loses, in training accuracy over 12 cases, 0.2 points (median; worst 0.9) at
-#: r=10, 0.7 (worst 2.4) at r=20, 1.5 (5.7) at r=30 and 7.9 (24.2) at r=100.
-#: Raw customer-like columns (income ~3e4 beside ages ~40 and 0/1 flags) have a
-#: ratio of 1.15e4 (training accuracy 0.488 raw, 0.835 scaled), raw wine 329
-#: (test accuracy 0.667 raw, 1.000 scaled), raw breast_cancer 5.75e3 (0.909,
-#: 0.958); the raw digits 1.7 and 8 of the 9 benchmark sets below 7 (CLIP
-#: embeddings: 23, but rows of one length, exempt).
+#: :class:`FeatureScaleWarning` is raised: below it, one enlarged column costs
+#: the default AM-Softmax under a point of training accuracy; above it the
+#: loss grows quickly, while raw data that needs a scaler (incomes beside ages,
+#: raw wine or breast_cancer) lies far beyond it and the standardised benchmark
+#: sets well below (the benchmarks page, "Feature scales", has the numbers).
 FEATURE_SCALE_RATIO = 20.0
 
 

@@ -27,12 +27,10 @@ _SHORT_REFERENCE_NAMES = {"LinearSVC": "LSVC", "LogisticRegression": "LR"}
 
 #: Time ratios of fits or predicts faster than this (seconds, either side) are
 #: not printed ("-"): such a call is mostly fixed cost that does not grow with
-#: the data (input validation, the pipeline, Python calls). Measured on 30 rows
-#: (``benchmarks/fit_floor.py``, ``benchmarks/results_fit_floor.md``): 0.96 ms
-#: for LinearSVC, 1.71 ms for LogisticRegression and 3.55 ms for
-#: MarginSoftmaxClassifier per fit, at most 0.27 ms per predict; from 10 ms on,
-#: that floor is at most about a third of the time. The times themselves are
-#: printed, and every ratio is in ``--output``.
+#: the data (input validation, the pipeline, Python calls). The fixed cost of
+#: a fit on a few rows is a few milliseconds (the benchmarks page, "Fixed cost
+#: of a fit"), so from 10 ms on it is at most about a third of the time. The
+#: times themselves are printed, and every ratio is in ``--output``.
 MIN_RATIO_TIME = 0.010
 
 #: Line width when the output is not a terminal.

@@ -160,7 +160,7 @@ class BaseMarginSoftmax(
     _unit_norm_features = False
     #: Whether the smooth cosine losses run sphere-scaled L-BFGS
     #: (:func:`~sklmargin.solver.sphere_scaling`): fits decided by the data,
-    #: not by round-off (benchmarks/results_label_stability.md, section 8a).
+    #: not by round-off (measured on the benchmarks page, "Label stability").
     _sphere_scaled_solver = True
 
     # Models saved when the Dask fit named its evaluation count on its own
@@ -298,9 +298,8 @@ class BaseMarginSoftmax(
         on the same rows (only ``s``, ``C`` and ``tol`` change between them):
         the first fit keeps its validated, lifted and normalised rows there
         and the later ones start from them instead of preparing them again
-        (``MarginSoftmaxClassifierCV()`` on a9a went from 2.96 to 2.04 times
-        ``LogisticRegressionCV()``'s CPU, ``benchmarks/results_cv_defaults.md``
-        in the source repository, "Round 8"). A fit that warns about the
+        (on large sets row preparation is a large share of a path's fits). A
+        fit that warns about the
         feature scales, or whose loss starts from the raw rows (L-Softmax),
         prepares its own.
         """

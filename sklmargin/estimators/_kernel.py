@@ -106,11 +106,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         :class:`MarginSoftmaxClassifier` (0.05 for AM-Softmax and ArcFace).
     s : float, default=None
         Logit scale; None means the loss's kernel default: 100 for NormFace,
-        AM-Softmax and ArcFace (kernel features have small cosines: s=30
-        under-fits, 3-fold CV 94.9% vs 95.6% over 7 datasets,
-        ``benchmarks/studies/results_kernel_study.md`` in the source
-        repository), 30 for A-Softmax (not the linear estimator's 8:
-        ``|z(x)| ~= 1`` here).
+        AM-Softmax and ArcFace (kernel features have small cosines, and the
+        linear estimator's s=30 under-fits them), 30 for A-Softmax (not the
+        linear estimator's 8: ``|z(x)| ~= 1`` here).
     t : float, default=1.0
         SV-Softmax parameter, ``t >= 1``; 1 is off.
     C : float, default=1.0
@@ -121,28 +119,23 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     gamma : {"auto", "scale"} or float, default="auto"
         RBF kernel width; "scale" is ``1 / (n_features * Var(X))`` with the
         sample-weighted variance of the rows the map sees (after the learned
-        metric), resolved in ``fit`` (see ``feature_map_``). "auto" is twice
-        "scale" when a metric is learned, and "scale" without one
-        (``metric=None``, the model of earlier releases, where "scale" ties
-        2 x "scale"); the metric's pilot fits always use "scale". Measured
-        against ``SVC(C=10, gamma="scale")`` on the nine sets of
-        ``benchmarks/results_kernel_default.md`` in the source repository
-        (which chose it, at 1000 centres): the mean accuracy difference goes
-        from -0.50 to -0.14 points (vowel -3.03 to -1.52, letter -1.88 to
-        -1.32); on two CLIP-embedding sets that chose nothing it lost 0.2 and
-        0.9 points, on three other synthetic sets it gained 0.0 to 0.8.
+        metric), resolved in ``fit`` (see ``feature_map_``). "auto" is a
+        narrower kernel than "scale" when a metric is learned, and "scale"
+        without one (``metric=None``, the model of earlier releases); the
+        metric's pilot fits always use "scale". Why: the learned metric
+        shrinks the columns it finds irrelevant, which leaves the relevant
+        distances short for "scale", and the narrower kernel gains accuracy
+        on average against an RBF SVC (the benchmarks page, "Where the
+        defaults come from", has the measurements).
     n_components : int or "auto", default="auto"
         Width of the feature map (number of centres for Nyström). "auto"
-        grows with the number of training rows ``n`` (``n_components_``):
-        ``min(1500, max(1000, round(11 * sqrt(n))))``, 1000 up to 8,272 rows
-        and 1500 from 18,583 -- the order :math:`\sqrt n` of centres that
-        keeps the learning rate of Nyström kernel methods [8]_, capped for
-        the fit's cost, which is linear in the width (and the predict's,
-        quadratic). With ``gamma="auto"``, against the same SVC and file:
-        letter (15,000 rows, 1347 centres) 95.92% -> 96.78%, the 20,000-row
-        synthetic set 87.68% -> 88.84%, a9a (32,561 rows) 84.79% -> 84.76%,
-        at 1.3-2.0 times their fit CPU; the mean difference to SVC over the
-        nine sets becomes +0.08 points.
+        grows with the number of training rows ``n`` as :math:`\sqrt n`
+        between a floor and a cap (:func:`auto_n_components`; the width used
+        is ``n_components_``): the order of centres that keeps the learning
+        rate of Nyström kernel methods [8]_, capped for the fit's cost, which
+        is linear in the width (and the predict's, quadratic). The gain over
+        a fixed width shows on the larger sets (the benchmarks page, "Where
+        the defaults come from").
     kernel_approximation : {"nystroem", "orf", "rff"}, default="nystroem"
         :class:`NystroemFeatures` (centres chosen among the training rows,
         float32 end to end), orthogonal random features or i.i.d. random
@@ -150,8 +143,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         most accurate at equal width on every dataset measured.
     centres : {"uniform", "kmeans", "rpcholesky"}, default="uniform"
         How Nyström picks its centres (weighted, among distinct rows): uniform
-        draws, weighted k-means, or randomly pivoted Cholesky. Equal within
-        noise at 1000 centres on average; k-means is +0.4-0.6 points on letter.
+        draws, weighted k-means, or randomly pivoted Cholesky. Uniform is the
+        default because the three are equal within noise on average, and it is
+        the cheapest; k-means gained a little on one large set of those
+        measured (the benchmarks page, "Where the defaults come from").
         Ignored by the random Fourier maps.
     constant_feature : float or None, default=None
         As in :class:`MarginSoftmaxClassifier`, on the mapped features. Off by
@@ -159,16 +154,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     metric : {"diagonal", "full"} or None, default="diagonal"
         The learned input metric (see above): per-column scales, a full
         matrix, or None (the plain RBF kernel on the given columns, the
-        model of earlier releases). Measured (at 1000 centres and
-        ``gamma="scale"``) against ``SVC(C=10, gamma="scale")``
-        on eight public data sets and a 20,000 x 50 synthetic one with 20
-        noise columns (one thread, ``benchmarks/kernel_metric.py`` in the
-        source repository), the mean accuracy difference is -2.15 points
-        without a metric, -0.96 with one diagonal step, -0.48 with two, and
-        -2.44 with one full step (which loses 10.7 points on the synthetic
-        set: a full matrix estimated from a pilot fit also mixes noise
-        columns into the signal). Two diagonal steps add 0.20-0.54 s of CPU
-        to fits of 0.57-2.48 s on the six sets of 4,435 to 32,561 rows.
+        model of earlier releases). "diagonal" is the default because it
+        discounts noise columns at the cost of a pilot fit, and closes most of
+        the gap to an RBF SVC; a full matrix estimated from a pilot fit can
+        also mix noise columns into the signal, and loses accuracy where there
+        are many (the benchmarks page, "Where the defaults come from", has the
+        measurements).
     metric_steps : int, default=2
         Number of metric steps, each a pilot fit on the rows the previous
         steps transformed (see ``metric``).
@@ -195,8 +186,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         the input's dtype. The fit is two GEMMs of the ``n x M`` mapped rows per
         L-BFGS evaluation, and float32 halves their cost and memory; the L-BFGS
         state, the target-logit hook and the Nyström factorisation stay in
-        float64. Measured on letter (15,000 rows, 1000 centres, one thread):
-        fit 3.6 s -> 2.1 s CPU at the same accuracy (94.88% -> 94.92%). "auto"
+        float64, and accuracy does not change measurably (the benchmarks page,
+        "Precision of the kernel fit"). "auto"
         computes in float32 when the mapped training rows have at least
         2**20 entries (``n_samples * n_components``), and in the input's
         dtype below: there the GEMMs take about a millisecond and float64's
@@ -239,8 +230,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         The width asked of the feature map (``n_components`` resolved; the
         Nyström map may keep fewer, ``feature_map_.n_components_``).
     n_iter_ : int
-    m_, s_ : float
-        The margin and scale used.
+    m_ : float
+        The margin used (default resolved).
+    s_ : float or None
+        The logit scale used (default resolved); None for L-Softmax, whose
+        logits take their scale from the norms.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
@@ -286,10 +280,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     # Mapped rows have |z| ~ 1: losses whose scale involves |x| (A-Softmax)
     # take their kernel default s (Margin.default_s_kernel).
     _unit_norm_features = True
-    # Measured at the round-4 kernel defaults (1000 centres, gamma="scale"):
-    # no variant of the sphere-scaled run kept satimage and letter under 0.2 %
-    # of labels changed by 2 ulp, at 1.1-1.4x the fit
-    # (benchmarks/results_label_stability.md, section 8b): the plain run.
+    # The plain run: no variant of the sphere-scaled run made the kernel fit's
+    # labels stable under a last-bit change of the rows at a comparable cost
+    # (the benchmarks page, "Label stability").
     _sphere_scaled_solver = False
 
     _parameter_constraints: dict = {
@@ -309,13 +302,13 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         "metric_steps": [Interval(Integral, 1, None, closed="left")],
     }
 
-    # Models saved before these existed (sklmargin._utils.legacy_state):
-    # ``compute_dtype``/``compute_dtype_`` came with issue 17 (d6c350a), before
-    # which the map and the fit ran in the training rows' dtype (coef_'s), and
-    # a refit of such a model does so again; ``centres`` (its __init__
-    # default, "uniform") with the Nyström map.
-    # A model saved before the learned metric (issue 25) was fitted without
-    # one, and its clone must refit the same model.
+    # Models saved before these parameters existed, recognised by the saved
+    # state lacking them (sklmargin._utils.legacy_state): a state without
+    # ``compute_dtype`` ran the map and the fit in the training rows' dtype
+    # (coef_'s), and a refit of such a model does so again; one without
+    # ``centres`` takes its __init__ default, "uniform" (the Nyström map's).
+    # A state without ``metric`` was fitted without a learned metric, and its
+    # clone must refit the same model.
     # ``gamma="auto"`` and ``n_components="auto"`` became the defaults after
     # both parameters were saved, so an older model keeps its values.
     _legacy_params = {

@@ -68,8 +68,8 @@ def metric_sample(keys, rng):
     rows are taken, and handed to the pilot, in that order: a permutation or a
     round-off change of the training rows gives the pilot the same rows in the
     same order, so the learned metric does not depend on either (a draw of
-    row *positions* did: 2.3 % of usps test labels changed under a row
-    permutation). Every fit path (NumPy, array API, Dask) passes the keys of
+    row *positions* did, and a row permutation then changed some test
+    labels). Every fit path (NumPy, array API, Dask) passes the keys of
     its rows, so all learn the same metric from the same rows.
 
     Parameters
@@ -91,8 +91,8 @@ def metric_sample(keys, rng):
 
     salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
     priority = mix64(np.asarray(keys, dtype=np.uint64) ^ salt)
-    # Rows sharing a key (near-duplicates, under 0.3 % of rows measured) keep
-    # their input order: a stable sort.
+    # Rows sharing a key (near-duplicates, rare) keep their input order: a
+    # stable sort.
     rows = np.argsort(priority, kind="stable")[:PILOT_ROWS]
     return rows, np.arange(min(len(rows), AGOP_ROWS))
 

@@ -36,8 +36,8 @@ _MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 # ~N(0, 1)): for a 2-ulp float32 change (delta = 2.4e-7) about 1e-5 per
 # coordinate, 4e-5 per row; two distinct rows share the lane only if they
 # agree to 1/32 in all four numbers. A finer grid trades stability for fewer
-# shared keys: benchmarks/results_label_stability.md gives both rates on
-# satimage, usps and letter for grids of 1/32 and 1/256.
+# shared keys (the benchmarks page, "Label stability", measures both rates for
+# grids of 1/32 and 1/256).
 _N_DIRECTIONS = 3
 _GRID_BITS = 5
 _DIRECTION_SEED = 0x5EED_C0DE

@@ -84,12 +84,12 @@ class AMSoftmax(Margin):
     name = "am-softmax"
     default_m = 0.05
     default_s = 30.0
-    # Nyström features have small cosines: 3-fold CV over 7 datasets 94.9% at
-    # s=30, 95.6% at s=100-600, best test mean at 100
-    # (benchmarks/studies/results_kernel_study.md).
+    # Nyström features have small cosines: s=30 under-fits them, and CV
+    # accuracy is flat from s=100 up (the benchmarks page, "Where the defaults
+    # come from").
     default_s_kernel = 100.0
-    # Centred on the measured defaults (benchmarks/studies/results_defaults.md): the
-    # scale matters most, margins above 0.1 cost accuracy in this regime.
+    # Centred on the measured defaults: the scale matters most, margins above
+    # 0.1 cost accuracy in this regime.
     search_grid = {"m": (0.0, 0.05, 0.1), "s": (15.0, 30.0, 60.0)}
     m_domain = (0.0, 1.0)
     m_meaning = "an additive cosine margin; cosines live in [-1, 1]"

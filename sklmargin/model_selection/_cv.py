@@ -18,10 +18,9 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from .._utils.array_api import input_namespace
-from .._utils.compat import StrOptions
+from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
@@ -74,20 +73,13 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         refit's steps before the chosen ``s``; the refit's chosen point is
         then fitted on to ``tol``. The looser of ``tol`` and ``path_tol`` is
         used; None fits everything at ``tol``. With ``refit=False`` the fold
-        models predict, and are fitted at ``tol``. Measured at the defaults
-        (``benchmarks/results_embeddings.md`` in the source repository, and
-        ``benchmarks/results_cv_defaults.md`` in the source repository, their
-        latest sections): on CLIP ViT-B/32 features of Caltech-101 and UCF101
-        (unit rows, 100 and 101 classes) 0.21 and 0.48 times the CPU time of
-        ``LogisticRegressionCV(Cs=10, cv=3)`` (None: 0.49 and 1.23) at test
-        accuracy 0.9359 and 0.7914 (None: 0.9383 and 0.7922;
-        LogisticRegressionCV: 0.9351 and 0.7920); on eight standardised
-        benchmark sets 0.58 times ``LogisticRegressionCV()``'s CPU time in
-        total (None: 1.33) at mean test accuracy 0.8441 (None: 0.8405;
-        LogisticRegressionCV: 0.8344). The cost: the temperature is fitted on
-        the folds' logits, fitted at ``path_tol``, while the chosen point is
-        the sharper model fitted on to ``tol``, so letter's log loss is 1.001
-        (None: 0.879; LogisticRegressionCV: 0.866).
+        models predict, and are fitted at ``tol``. The default makes the
+        search much cheaper than None at about the same accuracy, since a
+        point that only competes need not be fitted to the last digit. The
+        cost: the temperature is fitted on the folds' logits, fitted at
+        ``path_tol``, while the chosen point is the sharper model fitted on to
+        ``tol``, so the log loss can be higher than None's (the
+        model-selection page has the measurements).
     RUN_PARAMETERS
 
     Attributes
@@ -128,8 +120,8 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         **_BaseMarginSoftmaxCV._parameter_constraints,
         "path_tol": [Interval(Real, 0, None, closed="neither"), None],
     }
-    # Searches saved before path_tol (issue 28, round 5) fitted every path
-    # point at the full tol.
+    # A search whose saved state has no path_tol (saved before the parameter
+    # existed) fitted every path point at the full tol.
     _legacy_params = {"path_tol": lambda state: None}
 
     def __init__(
@@ -185,16 +177,11 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     ``C``, ``m`` or ``gamma`` at the end of its grid raises a
     :class:`~sklmargin.GridEdgeWarning` that names a wider grid.
 
-    Measured at the defaults against ``GridSearchCV(Pipeline(StandardScaler(),
-    SVC()), C in {1, 10, 100} x gamma in {1/4, 1/2, 1, 2, 4} x "scale",
-    cv=3)`` on eight public data sets and a 20,000 x 50 synthetic one
-    (``benchmarks/results_kernel_cv_axes.md`` in the source repository,
-    made by ``benchmarks/kernel_targets.py --stage cv`` in the source
-    repository): see that file for the accuracies, the CPU times and the
-    targets met or not: mean +0.18 points at 0.47 of the tuned SVC's CPU,
-    and +0.35 against the plain
-    :class:`KernelMarginSoftmaxClassifier` at its defaults on the same
-    splits (behind it on segment only, by 2 of 578 test rows).
+    At the defaults it is level with a grid-searched RBF ``SVC`` in
+    accuracy, at a fraction of its CPU time, and a little ahead of the plain
+    :class:`KernelMarginSoftmaxClassifier` at its defaults (the benchmarks
+    page, "The search with the metric against the tuned SVC", has the
+    measurements and their command).
 
     Parameters
     ----------
@@ -203,19 +190,15 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         searched as one more axis (the head), each along its own path: ``ss``
         for the losses tuned along ``s``, ``Cs`` for those tuned along ``C``
         (plain ``"softmax"``: default ``C`` path 1, 10, 100). ``scores_`` is
-        then a dict keyed by loss. Measured on six of the benchmark sets
-        (vowel, segment, dna, satimage, pendigits, usps;
-        ``benchmarks/results_kernel_cv_axes.md`` in the source repository),
-        ``["am-softmax", "softmax"]`` at the other defaults cost 1.43 times
-        the CPU of ``"am-softmax"`` alone and chose plain softmax on three of them,
-        changing their test accuracy by +0.08 (dna), -2.40 (satimage) and
-        -0.40 (pendigits) points: the default searches AM-Softmax only.
+        then a dict keyed by loss. The default searches AM-Softmax only: a
+        second head costs CPU, and where the search chose plain softmax the
+        test accuracy did not gain on average (the model-selection page).
     gammas : array-like of {"scale", "<factor>*scale", float}, default=None
         RBF widths: multiples of "scale" (``1 / (n_features Var(X))``,
         sample-weighted), resolved on each fold's training rows after its
         metric and, for the final model, on all the (transformed) rows; or
         fixed floats. None means ``("0.5*scale", "scale", "2*scale")``:
-        tuned SVCs chose a width other than "scale" on 4 of 6 data sets. Each
+        tuned RBF SVCs often choose a width other than "scale". Each
         fold is mapped once per width and metric. ``cv_results_["param_gamma"]``
         holds the entries as given; ``gamma_`` is always the float the final
         model used.
@@ -227,24 +210,15 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         one on all rows (its ``input_transform_``). A single value (one
         search, no metric axis in ``scores_``) or a list (an axis after the
         fold axis). The default searches both no metric and the diagonal
-        metric. Learned once on all rows before the search (the previous
-        default), the metric scored 89.05% on satimage where the search
-        without one scored 91.15% (``benchmarks/results_kernel_cv_metric.md``
-        in the source repository; ``benchmarks/results_kernel_metric.md`` in
-        the source repository); as an axis, the search chooses no metric
-        there and scores 91.30% (``benchmarks/results_kernel_cv_axes.md`` in
-        the source repository).
+        metric: where the metric does not help (a metric learned from a pilot
+        fit can also hurt), the search can choose none.
     metric_steps : int, default=2
         Metric steps, as in :class:`KernelMarginSoftmaxClassifier`.
     n_components : int or "auto", default="auto"
         Kernel features, as in :class:`KernelMarginSoftmaxClassifier`; with
         "auto" each fold takes its width from its own training rows and the
-        refit from all rows. Over the nine benchmark sets against the tuned
-        SVC: mean +0.18 points with "auto", -0.09 with 1000 centres (letter
-        97.10 against 96.62%, synthetic 89.96 against 87.93%), at 0.49
-        against 0.40 of its CPU (``benchmarks/results_kernel_cv_axes.md`` in
-        the source repository, sections "The current default" and "The first
-        run of the axes").
+        refit from all rows, so that large sets get the wider map they need
+        (measured on the benchmarks page).
     SHARED_PARAMETERS
     t, C, lambda_min, kernel_approximation, centres, compute_dtype, \
 constant_feature, fit_intercept, class_weight, max_iter, tol
@@ -302,10 +276,11 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         "loss": [StrOptions(set(LOSS_NAMES)), Margin, "array-like"],
         "metric": [StrOptions({"diagonal", "full"}), None, "array-like"],
     }
-    # Searches saved before issue 17 (d6c350a) have no ``compute_dtype`` and
-    # ``centres`` (sklmargin._utils.legacy_state): centres its default, and the
-    # dtype the refitted model ran in, as KernelMarginSoftmaxClassifier's.
-    # A search saved before the learned metric (issue 25) searched without one.
+    # A saved search whose state lacks ``compute_dtype`` and ``centres``
+    # (saved before they existed; sklmargin._utils.legacy_state) takes centres'
+    # default and the dtype the refitted model ran in, as
+    # KernelMarginSoftmaxClassifier's. One whose state lacks ``metric`` (saved
+    # before the learned metric) searched without one.
     _legacy_params = {
         "compute_dtype": lambda state: fitted_dtype_name(state) or "auto",
         "metric": lambda state: None,

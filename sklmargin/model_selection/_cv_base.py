@@ -460,9 +460,9 @@ class _BaseMarginSoftmaxCV(
         the previous one. Where the data are nearly separable the large-``s``
         end of a path barely moves from the solution at smaller ``s`` (its
         gradient is already below ``tol * s``), and a model fitted there from
-        any other start is a different model: on UCF101 CLIP features
-        ``MarginSoftmaxClassifier(s=86.4)`` fitted alone scores 1.5 points
-        below the one the path reaches (``benchmarks/results_embeddings.md``).
+        any other start is a different model, and on frozen embeddings it
+        can score over a point below the one the path reaches (the
+        embeddings page measures it).
         Walking the path refits the model that was scored; the steps before
         the chosen point stop at the search's path tolerance
         (:meth:`_path_tol`: the linear search's ``path_tol``), the chosen

@@ -161,9 +161,8 @@ class ObjectiveBase:
         self.sw_sum = float(sw_sum)
         # The bias is not rescaled: parametrised as b = s * beta (its gradient
         # would then scale with s like the prototypes', so tol * s would mean
-        # the same for both) it cost 4-5x the L-BFGS iterations at s=100 on
-        # Nystroem features (segment 39 -> 207, letter 50 -> 207) for accuracy
-        # changes within +-0.5 points.
+        # the same for both) it cost several times the L-BFGS iterations at
+        # s=100 on Nystroem features, for accuracy changes within noise.
         self.l2_strength = 1.0 / (C * self.sw_sum) if margin.penalized else 0.0
         #: Objective evaluations (each one forward GEMM; with a gradient, two).
         self.n_evaluations = 0

@@ -34,11 +34,10 @@ _FTOL = 64 * np.finfo(np.float64).eps
 _STALL_FACTOR = 10.0
 
 # The sphere-scaled run (:func:`sphere_scaling`) keeps this many curvature
-# pairs (scipy's default, 10, elsewhere). Measured on satimage, usps and letter
-# (benchmarks/results_label_stability.md, section 8): with 10 pairs satimage
-# still changed 0.4 % of its test labels under a 2-ulp change of X, with 50
-# pairs 0.1 %, at no more fit time (fewer iterations pay for the longer
-# two-loop recursion over K d parameters).
+# pairs (scipy's default, 10, elsewhere): with 10 a last-bit change of X still
+# changed some test labels, with 50 fewer, at no more fit time (fewer
+# iterations pay for the longer two-loop recursion over K d parameters); the
+# benchmarks page, "Label stability", has the measurements.
 _SPHERE_MEMORY = 50
 # Its message when the scaled gradient test holds (scipy's names its own test).
 _SPHERE_CONVERGED = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TOL"
@@ -96,13 +95,13 @@ def sphere_scaling(objective):
     on the biases (``d`` the prepared rows' width, lift included). Why: a
     logit is ``s \cos\theta_{ij} + b_j`` with unit rows, whose ``d`` entries
     are of size ``1 / \sqrt{d}``; the curvature along a prototype entry is
-    then about ``s^2 / d`` times the curvature along a bias. Unscaled (letter:
-    ``s = 30``, ``d = 18``, a factor 50), L-BFGS spends its iterations on that
+    then about ``s^2 / d`` times the curvature along a bias (a factor 50 at
+    ``s = 30``, ``d = 18``). Unscaled, L-BFGS spends its iterations on that
     imbalance and stops, at ``tol * s``, far from the optimum along the flat
-    bias-prototype directions, wherever the round-off of its path led it: 1.8 %
-    of letter's test labels changed under a 2-ulp change of ``X``. Scaled,
-    the same ``tol`` stops at the optimum to the labels' resolution (0.0 %) in
-    fewer iterations (``benchmarks/results_label_stability.md``, section 8).
+    bias-prototype directions, wherever the round-off of its path led it, so
+    a last-bit change of ``X`` changes test labels. Scaled, the same ``tol``
+    stops at the optimum to the labels' resolution in fewer iterations (the
+    benchmarks page, "Label stability", has the measurements).
     The run then also stops by the gradient at each prototype's own scale
     (:func:`lbfgs`, ``scale``).
 
