@@ -15,6 +15,7 @@ default ``s`` and ``C`` paths. The search itself is
 
 from __future__ import annotations
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -23,6 +24,7 @@ from sklearn.utils._param_validation import Interval
 from .._utils.array_api import input_namespace
 from .._utils.compat import StrOptions
 from .._utils.legacy_state import fitted_dtype_name
+from .._utils.validation import FeatureScaleWarning, check_feature_scales
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
@@ -404,6 +406,18 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         return rows, map_params, None if transform is None else attach
 
     def _refit_rows(self, point, X, y_encoded, sample_weight, namespace):
+        # The user's rows are checked here, before the metric: the refit sees
+        # the metric's rows, whose columns are scaled by their learned
+        # relevance on purpose (a few columns dominate after a StandardScaler,
+        # and that is no sign of mixed units); _refit skips its own check.
+        if namespace is None:
+            weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+            check_feature_scales(
+                X,
+                weights,
+                type(self).__name__,
+                getattr(self, "feature_names_in_", None),
+            )
         metric, transform = point["metric"], None
         if metric is not None:
             X, transform = self._learn_metric(
@@ -412,6 +426,12 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         params = {key: value for key, value in point.items() if key != "metric"}
         params["gamma"] = _resolve_gamma(point["gamma"], scale_gamma(X, sample_weight))
         return params, X, transform
+
+    def _refit(self, start, X, y, sample_weight, path_name, steps):
+        # The FeatureScaleWarning was decided on the user's rows (_refit_rows).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FeatureScaleWarning)
+            return super()._refit(start, X, y, sample_weight, path_name, steps)
 
     def _attach_metric(self, model, metric, transform, namespace):
         """Give a fitted model (refit or fold) the transform its rows had."""
