@@ -43,7 +43,7 @@ from ._cv_grid import (
     _valid_values,
     _write_factor,
 )
-from ._edges import warn_grid_edges
+from ._edges import fold_scores_near, warn_grid_edges
 
 
 class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
@@ -184,7 +184,8 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     out-of-fold logits as in the linear estimator. The final model learns the
     chosen metric on all rows and is fitted cold at the chosen point (a
     fold's coefficients live in that fold's feature space). A chosen ``s``,
-    ``C``, ``m`` or ``gamma`` at the end of its grid raises a
+    ``C``, ``m`` or ``gamma`` at the end of its grid, where it beats its
+    neighbour by more than the folds' noise, raises a
     :class:`~sklmargin.GridEdgeWarning` that names a wider grid.
 
     Measured at the defaults against ``GridSearchCV(Pipeline(StandardScaler(),
@@ -455,15 +456,17 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, "m": ms}
         chosen = {head.path_name: best[head.path_name], "m": best["m"]}
-        formats = {}
+        formats, values = {}, {}
         factors = [_scale_factor(g) for g in axes["gamma"]]
         if all(f is not None for f in factors):  # multiples of "scale"
             grids["gamma"] = tuple(factors)
             chosen["gamma"] = _scale_factor(best["gamma"])
             formats["gamma"] = _write_factor
+            values["gamma"] = dict(zip(factors, axes["gamma"], strict=True))
         elif not any(f is not None for f in factors):  # widths
             grids["gamma"], chosen["gamma"] = axes["gamma"], best["gamma"]
-        warn_grid_edges(name, chosen, grids, margin, head.path_name, formats)
+        scores = fold_scores_near(self.cv_results_, best, values)
+        warn_grid_edges(name, chosen, grids, margin, head.path_name, formats, scores)
 
     def _default_path(self, margin):
         if margin.penalized:
