@@ -4,6 +4,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from ._legacy import install_legacy_module_paths
 from ._utils.grid_edges import GridEdgeWarning
+from ._utils.threads import get_blas_threads, set_blas_threads
 from ._utils.validation import FeatureScaleWarning
 from .estimators import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
 from .features import NystroemFeatures, RandomFourierFeatures
@@ -55,9 +56,11 @@ __all__ = [
     "NystroemFeatures",
     "OpenSetClassifier",
     "RandomFourierFeatures",
+    "get_blas_threads",
     "get_margin",
     "margin_softmax_loss",
     "registered_margins",
+    "set_blas_threads",
     "register_onnx_converters",
     "skops_trusted_types",
     "to_onnx",

@@ -2,6 +2,7 @@
 
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
@@ -12,7 +13,7 @@ from sklmargin import (
     KernelMarginSoftmaxClassifierCV,
     MarginSoftmaxClassifierCV,
 )
-from sklmargin._utils.grid_edges import grid_edges, shifted_grid
+from sklmargin._utils.grid_edges import beats_neighbour, grid_edges, shifted_grid
 
 
 def test_rule_flags_both_edges_and_proposes_a_shifted_grid():
@@ -96,9 +97,42 @@ def test_cv_is_silent_inside_its_path(data):
 
 def test_cv_names_Cs_for_penalised_losses(data):
     X, y = data
-    clf = MarginSoftmaxClassifierCV(loss="softmax", Cs=[1e-6, 2e-6], cv=3)
+    # C=0.01 beats 0.001 by 9-11 points on every fold.
+    clf = MarginSoftmaxClassifierCV(loss="softmax", Cs=[1e-3, 1e-2], cv=3)
     (message,) = _edge_messages(clf, X, y)
     assert f"chose C={clf.C_:.4g}, the " in message and "Cs=[" in message
+
+
+def test_cv_is_silent_at_an_edge_that_only_ties(data):
+    X, y = data
+    # Both Cs are far too small: every fold predicts the majority class at
+    # either, and the first of the tied values (an edge) is chosen.
+    clf = MarginSoftmaxClassifierCV(loss="softmax", Cs=[1e-6, 2e-6], cv=3)
+    assert _edge_messages(clf, X, y) == []
+    assert clf.C_ == 1e-6
+    scores = clf.scores_[:, 0, :]
+    np.testing.assert_array_equal(scores[:, 0], scores[:, 1])
+
+
+def test_the_edge_must_beat_its_neighbour_by_more_than_fold_noise():
+    # Clear: 5 points on each of 3 folds.
+    assert beats_neighbour([0.80, 0.82, 0.81], [0.75, 0.77, 0.76])
+    # Ties, losses and a gain on one fold of three: no.
+    assert not beats_neighbour([0.8, 0.8, 0.8], [0.8, 0.8, 0.8])
+    assert not beats_neighbour([0.70, 0.80], [0.75, 0.85])
+    assert not beats_neighbour([0.8114, 0.80, 0.80], [0.80, 0.80, 0.80])
+    # 0.2 points over 1-2 rows a fold: a plain paired t-test says t = 4.0,
+    # beyond its 2.92; corrected for the folds' shared training rows, 2.5.
+    assert not beats_neighbour([0.8015, 0.8015, 0.803], [0.80, 0.80, 0.80])
+    # The same gain on every fold: no noise to measure, the gain counts.
+    assert beats_neighbour([0.81, 0.81, 0.81], [0.80, 0.80, 0.80])
+    # A fold without a score is left out; one fold left: any gain counts.
+    assert beats_neighbour([0.81, np.nan], [0.80, 0.90])
+    assert not beats_neighbour([np.nan, np.nan], [0.8, 0.8])
+    # Five folds, a steady gain of about a point: yes.
+    assert beats_neighbour(
+        [0.81, 0.82, 0.815, 0.83, 0.81], [0.80, 0.805, 0.80, 0.815, 0.80]
+    )
 
 
 def test_cv_does_not_warn_at_zero_margin(data):
@@ -114,13 +148,14 @@ def test_cv_does_not_warn_at_zero_margin(data):
 
 def test_kernel_cv_warns_about_gamma_and_names_gammas(data):
     X, y = data
-    # Widths far too narrow: every row is its own island, the widest wins.
+    # gamma=100 is far too narrow (rows become islands): 1 wins by 12-23
+    # points on every fold.
     clf = KernelMarginSoftmaxClassifierCV(
-        gammas=[1e3, 1e4], ss=[20.0], n_components=60, cv=3, random_state=0
+        gammas=[1.0, 100.0], ss=[20.0], n_components=60, cv=3, random_state=0
     )
     messages = _edge_messages(clf, X, y)
-    assert clf.gamma_ == 1e3
+    assert clf.gamma_ == 1.0
     assert any(
-        "gamma=1000, the smallest value of its gamma grid" in m and "gammas=[" in m
+        "gamma=1, the smallest value of its gamma grid" in m and "gammas=[" in m
         for m in messages
     ), messages

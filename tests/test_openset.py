@@ -263,3 +263,28 @@ def test_pipeline_both_ways_and_grid_search(digits):
     # Known rows only: every rejection is an error, so the smaller share wins.
     assert search.best_params_["target_rejection"] == 0.02
     assert search.predict(X_test).shape == (len(X_test),)
+
+
+def test_n_jobs_gives_the_same_model(fitted, digits):
+    # The cv + 1 fits run as joblib jobs: two workers fit the same models, so
+    # the threshold, the out-of-fold scores and the refit are those of n_jobs=None.
+    X, y, X_test, X_unknown = digits
+    parallel = OpenSetClassifier(KernelMarginSoftmaxClassifier(**KERNEL), n_jobs=2).fit(
+        X, y
+    )
+    assert fitted.n_jobs is None
+    np.testing.assert_allclose(parallel.oof_scores_, fitted.oof_scores_, rtol=1e-6)
+    assert parallel.threshold_ == pytest.approx(fitted.threshold_, rel=1e-6)
+    rows = np.vstack([X_test, X_unknown])
+    np.testing.assert_array_equal(parallel.predict(rows), fitted.predict(rows))
+    np.testing.assert_allclose(
+        parallel.decision_function(rows), fitted.decision_function(rows), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("n_jobs", [1.5, "2"])
+def test_n_jobs_is_validated(n_jobs, digits):
+    X, y, _, _ = digits
+    clf = OpenSetClassifier(MarginSoftmaxClassifier(), n_jobs=n_jobs)
+    with pytest.raises((ValueError, TypeError), match="n_jobs"):
+        clf.fit(X, y)

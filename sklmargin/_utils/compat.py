@@ -6,7 +6,9 @@ and correct (possibly slower, or with less precise parameter messages):
 
 * ``_fit_context`` (:mod:`sklearn.base`) runs ``_validate_params`` against
   ``_parameter_constraints`` and skips nested validation; the fallback calls
-  ``_validate_params`` when the estimator has it and nothing else.
+  ``_validate_params`` when the estimator has it and nothing else. Either is
+  wrapped by :func:`fit_context`, which adds the BLAS thread policy
+  (:mod:`sklmargin._utils.threads`).
 * ``Interval`` / ``StrOptions`` (:mod:`sklearn.utils._param_validation`) describe
   the constraints; the fallback classes only record them (every estimator also
   validates its parameters' meaning itself in ``fit``).
@@ -30,11 +32,13 @@ from __future__ import annotations
 
 import functools
 
+from .threads import blas_limited
+
 try:  # pragma: no branch - which side runs depends on the installed version
-    from sklearn.base import _fit_context as fit_context
+    from sklearn.base import _fit_context
 except ImportError:  # pragma: no cover - only on a scikit-learn without it
 
-    def fit_context(*, prefer_skip_nested_validation):
+    def _fit_context(*, prefer_skip_nested_validation):
         """Fallback of scikit-learn's ``_fit_context``: validate, then fit."""
 
         def decorator(fit_method):
@@ -48,6 +52,23 @@ except ImportError:  # pragma: no cover - only on a scikit-learn without it
             return wrapper
 
         return decorator
+
+
+def fit_context(*, prefer_skip_nested_validation):
+    """``_fit_context`` under sklmargin's BLAS thread policy.
+
+    Every fit runs with BLAS capped at
+    :func:`sklmargin.get_blas_threads` threads (1 unless changed with
+    :func:`sklmargin.set_blas_threads`), see :mod:`sklmargin._utils.threads`.
+    """
+
+    def decorator(fit_method):
+        validated = _fit_context(
+            prefer_skip_nested_validation=prefer_skip_nested_validation
+        )(fit_method)
+        return blas_limited(validated)
+
+    return decorator
 
 
 try:

@@ -3,7 +3,10 @@
 A tuned value on the edge of its grid says the optimum may lie outside it: the
 scores were still rising (or flat) toward that edge. :func:`grid_edges` finds
 such values and proposes the grid shifted one step past the edge;
-:class:`GridEdgeWarning` is what the CV estimators warn with.
+:class:`GridEdgeWarning` is what the CV estimators warn with, and only where
+:func:`beats_neighbour` says that the edge beats its neighbour by more than the
+folds' noise: an edge chosen by a tie or a fraction of a row per fold says
+nothing about what lies beyond it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+#: One-sided level of :func:`beats_neighbour`'s test: an edge whose gain over
+#: its neighbour is this likely under no real difference is not warned about.
+EDGE_TEST_ALPHA = 0.05
+
 
 class GridEdgeWarning(UserWarning):
     """A cross-validated choice sits on the edge of its grid or path.
@@ -20,9 +29,12 @@ class GridEdgeWarning(UserWarning):
     Raised by :class:`~sklmargin.MarginSoftmaxClassifierCV` and
     :class:`~sklmargin.KernelMarginSoftmaxClassifierCV` when the chosen ``s``
     (or ``C``, ``m``, ``gamma``) is the smallest or largest value searched,
-    unless that value is the end of the parameter's domain (``m = 0``). The
-    message names the parameter to widen (``ss``, ``Cs``, ``ms``, ``gammas``)
-    and a shifted grid to try. Silence it with
+    unless that value is the end of the parameter's domain (``m = 0``), and
+    its fold scores beat those of its neighbour on the grid by more than the
+    folds' noise (a paired test across the folds, corrected for their
+    overlapping training sets): only then is a better value likely to lie
+    beyond it. The message names the parameter to widen (``ss``, ``Cs``,
+    ``ms``, ``gammas``) and a shifted grid to try. Silence it with
     ``warnings.filterwarnings("ignore", category=GridEdgeWarning)``.
     """
 
@@ -32,7 +44,8 @@ class Edge:
     """One best value on the edge of its grid.
 
     ``widened`` is the grid moved one step past the edge (same length), or None
-    when no step past it is safe (it would cross zero downwards).
+    when no step past it is safe (it would cross zero downwards);
+    ``neighbour`` is the grid's value next to the edge.
     """
 
     key: str
@@ -41,6 +54,7 @@ class Edge:
     high: Any
     upward: bool
     widened: list | None
+    neighbour: Any = None
 
 
 def grid_edges(
@@ -92,7 +106,10 @@ def grid_edges(
             math.nextafter(float(value), math.inf if upward else -math.inf)
         ):
             continue  # a hard bound: nothing lies beyond it
-        edges.append(Edge(key, value, ordered[0], ordered[-1], upward, widened))
+        neighbour = ordered[-2] if upward else ordered[1]
+        edges.append(
+            Edge(key, value, ordered[0], ordered[-1], upward, widened, neighbour)
+        )
     return edges
 
 
@@ -125,3 +142,63 @@ def shifted_grid(ordered: Sequence[Any], upward: bool) -> list | None:
         if new in ordered:
             return None
     return [*ordered[1:], new] if upward else [new, *ordered[:-1]]
+
+
+def beats_neighbour(edge_scores, neighbour_scores, alpha=EDGE_TEST_ALPHA):
+    r"""Whether an edge's fold scores beat its neighbour's by more than fold noise.
+
+    A one-sided paired :math:`t`-test across the folds, with Nadeau and
+    Bengio's correction for cross-validation [1]_: the folds' training sets
+    overlap, so their score differences are correlated and the plain test's
+    variance of the mean, :math:`\sigma^2 / k`, is too small. With
+    :math:`d_f` the edge's score minus the neighbour's on fold :math:`f` of
+    the :math:`k` folds that scored both,
+
+    .. math::
+
+        t = \frac{\bar d}{\sqrt{(1/k + 1/(k - 1))\, s_d^2}}
+
+    (:math:`1/(k-1)`: the test-to-training size ratio of :math:`k`-fold CV),
+    compared with Student's :math:`t` quantile at ``1 - alpha`` with
+    :math:`k - 1` degrees of freedom. Differences that are all equal count
+    as significant when positive. With fewer than two folds there is no noise
+    to measure: the edge then beats its neighbour when it scores higher.
+
+    Parameters
+    ----------
+    edge_scores, neighbour_scores : array-like of shape (n_folds,)
+        The two points' scores on the same folds (higher is better); NaN for
+        a fold without a score (dropped from both).
+    alpha : float, default=EDGE_TEST_ALPHA
+        The test's one-sided level.
+
+    Returns
+    -------
+    bool
+
+    References
+    ----------
+    .. [1] C. Nadeau and Y. Bengio, "Inference for the Generalization Error",
+       Machine Learning 52(3), 2003.
+
+    Examples
+    --------
+    >>> beats_neighbour([0.80, 0.82, 0.81], [0.75, 0.76, 0.76])
+    True
+    >>> beats_neighbour([0.801, 0.82, 0.81], [0.80, 0.82, 0.812])
+    False
+    """
+    from scipy.stats import t as student_t
+
+    d = np.asarray(edge_scores, dtype=float) - np.asarray(neighbour_scores, float)
+    d = d[~np.isnan(d)]
+    k = d.size
+    if k < 2:
+        return bool(k == 1 and d[0] > 0)
+    mean, var = float(d.mean()), float(d.var(ddof=1))
+    if mean <= 0:
+        return False
+    if var <= 0:
+        return True
+    t = mean / math.sqrt((1.0 / k + 1.0 / (k - 1)) * var)
+    return bool(t > student_t.ppf(1.0 - alpha, k - 1))

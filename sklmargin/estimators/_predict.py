@@ -39,6 +39,7 @@ from .._utils.array_api import (
     input_namespace,
     is_dask,
 )
+from .._utils.threads import blas_limited
 from ..objective._cross_entropy import predicted_probabilities
 from ..openset._scores import open_set_score
 from ._device import device_labels, device_probabilities
@@ -64,6 +65,7 @@ class MarginPredictMixin:
         """Return the fitted models whose logits predict: the estimator itself."""
         return [self]
 
+    @blas_limited  # the BLAS thread policy (sklmargin.set_blas_threads)
     def _fitted_logits(self, X, method):
         """``(X, xp, device, pairs)``: ``X`` validated once for ``method``.
 

@@ -15,6 +15,7 @@ default ``s`` and ``C`` paths. The search itself is
 
 from __future__ import annotations
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from .._utils.array_api import input_namespace
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
+from .._utils.validation import FeatureScaleWarning, check_feature_scales
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
@@ -40,7 +42,7 @@ from ._cv_grid import (
     _valid_values,
     _write_factor,
 )
-from ._edges import warn_grid_edges
+from ._edges import fold_scores_near, warn_grid_edges
 
 
 class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
@@ -174,7 +176,8 @@ class KernelMarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     out-of-fold logits as in the linear estimator. The final model learns the
     chosen metric on all rows and is fitted cold at the chosen point (a
     fold's coefficients live in that fold's feature space). A chosen ``s``,
-    ``C``, ``m`` or ``gamma`` at the end of its grid raises a
+    ``C``, ``m`` or ``gamma`` at the end of its grid, where it beats its
+    neighbour by more than the folds' noise, raises a
     :class:`~sklmargin.GridEdgeWarning` that names a wider grid.
 
     At the defaults it is level with a grid-searched RBF ``SVC`` in
@@ -379,6 +382,18 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         return rows, map_params, None if transform is None else attach
 
     def _refit_rows(self, point, X, y_encoded, sample_weight, namespace):
+        # The user's rows are checked here, before the metric: the refit sees
+        # the metric's rows, whose columns are scaled by their learned
+        # relevance on purpose (a few columns dominate after a StandardScaler,
+        # and that is no sign of mixed units); _refit skips its own check.
+        if namespace is None:
+            weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+            check_feature_scales(
+                X,
+                weights,
+                type(self).__name__,
+                getattr(self, "feature_names_in_", None),
+            )
         metric, transform = point["metric"], None
         if metric is not None:
             X, transform = self._learn_metric(
@@ -387,6 +402,12 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         params = {key: value for key, value in point.items() if key != "metric"}
         params["gamma"] = _resolve_gamma(point["gamma"], scale_gamma(X, sample_weight))
         return params, X, transform
+
+    def _refit(self, start, X, y, sample_weight, path_name, steps):
+        # The FeatureScaleWarning was decided on the user's rows (_refit_rows).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FeatureScaleWarning)
+            return super()._refit(start, X, y, sample_weight, path_name, steps)
 
     def _attach_metric(self, model, metric, transform, namespace):
         """Give a fitted model (refit or fold) the transform its rows had."""
@@ -410,15 +431,17 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, "m": ms}
         chosen = {head.path_name: best[head.path_name], "m": best["m"]}
-        formats = {}
+        formats, values = {}, {}
         factors = [_scale_factor(g) for g in axes["gamma"]]
         if all(f is not None for f in factors):  # multiples of "scale"
             grids["gamma"] = tuple(factors)
             chosen["gamma"] = _scale_factor(best["gamma"])
             formats["gamma"] = _write_factor
+            values["gamma"] = dict(zip(factors, axes["gamma"], strict=True))
         elif not any(f is not None for f in factors):  # widths
             grids["gamma"], chosen["gamma"] = axes["gamma"], best["gamma"]
-        warn_grid_edges(name, chosen, grids, margin, head.path_name, formats)
+        scores = fold_scores_near(self.cv_results_, best, values)
+        warn_grid_edges(name, chosen, grids, margin, head.path_name, formats, scores)
 
     def _default_path(self, margin):
         if margin.penalized:

@@ -62,7 +62,7 @@ from ._cv_path import (
     full_class_logits,
 )
 from ._cv_results import cv_results, first_best, on_device, searched, shaped
-from ._edges import warn_grid_edges
+from ._edges import fold_scores_near, warn_grid_edges
 
 
 class _BaseMarginSoftmaxCV(
@@ -265,7 +265,8 @@ class _BaseMarginSoftmaxCV(
         GridEdgeWarning
             When a chosen ``s``, ``C``, ``m`` or ``gamma`` is the smallest or
             the largest value searched (not at an end of its domain, such as
-            ``m = 0``): the message names the parameter to widen.
+            ``m = 0``) and its fold scores beat its neighbour's by more than
+            the folds' noise: the message names the parameter to widen.
         """
         # Array API rows (torch, CuPy, ...) stay on their device: folds are
         # cut and mapped there, the held-out logits come to the host.
@@ -380,8 +381,9 @@ class _BaseMarginSoftmaxCV(
         ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, **axes, "m": ms}
         warn_grid_edges(
-            name, {k: best[k] for k in grids}, grids, margin, head.path_name
-        )
+            name, {k: best[k] for k in grids}, grids, margin, head.path_name,
+            fold_scores=fold_scores_near(self.cv_results_, best),
+        )  # fmt: skip
 
     def _refit_rows(self, point, X, y_encoded, sample_weight, namespace):
         """``(estimator params, rows, input transform)`` of the refit at ``point``."""

@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.model_selection import check_cv
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
@@ -146,6 +147,12 @@ class OpenSetClassifier(
     cv : int, cross-validation generator or iterable, default=5
         Folds of the out-of-fold scores; an int is a
         :class:`~sklearn.model_selection.StratifiedKFold` without shuffling.
+    n_jobs : int, default=None
+        Parallel jobs (joblib) over the ``cv + 1`` fits of the estimator: one
+        per fold and the refit on all rows, which are independent. None means
+        1 unless in a :func:`joblib.parallel_backend` context, -1 all
+        processors. The fits do not depend on it: a seeded estimator gives
+        the same model and threshold with any ``n_jobs``.
 
     Attributes
     ----------
@@ -197,7 +204,7 @@ class OpenSetClassifier(
     which no decision names. The test suite shows that the check's other
     assertions hold, and these on the rows that are not rejected.
 
-    Fit cost: ``cv + 1`` fits of the estimator.
+    Fit cost: ``cv + 1`` fits of the estimator, in parallel with ``n_jobs``.
 
     References
     ----------
@@ -249,6 +256,7 @@ class OpenSetClassifier(
         "target_rejection": [Interval(Real, 0, 1, closed="neither")],
         "unknown_label": [Integral, Real, str, None],
         "cv": ["cv_object"],
+        "n_jobs": [Integral, None],
     }
     # A saved state without unknown_label_ (saved before it existed) predicted
     # unknown_label itself.
@@ -258,11 +266,15 @@ class OpenSetClassifier(
         )
     }
 
-    def __init__(self, estimator, *, target_rejection=0.05, unknown_label=None, cv=5):
+    def __init__(
+        self, estimator, *, target_rejection=0.05, unknown_label=None, cv=5,
+        n_jobs=None,
+    ):  # fmt: skip
         self.estimator = estimator
         self.target_rejection = target_rejection
         self.unknown_label = unknown_label
         self.cv = cv
+        self.n_jobs = n_jobs
 
     def _check_params(self):
         """Check what must hold whatever scikit-learn's parameter validation does."""
@@ -348,12 +360,17 @@ class OpenSetClassifier(
         weights = check_weights(sample_weight, len(y))
         fit_params = {"sample_weight": weights} if weighted else {}
 
-        folds = check_cv(self.cv, y, classifier=True).split(X, y)
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        # The cv + 1 fits are independent: the folds' (test rows, scores) and
+        # the refit on all rows (test None) run as one batch of jobs.
+        # scikit-learn's Parallel carries its configuration to the workers.
+        done = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_and_score)(clone(self.estimator), X, y, fit_params, split)
+            for split in [*folds, None]
+        )
         oof = np.full(len(y), np.nan)
-        for train, test in folds:
-            fold = {key: value[train] for key, value in fit_params.items()}
-            model = clone(self.estimator).fit(safe_indexing(X, train), y[train], **fold)
-            oof[test] = model.score_samples(safe_indexing(X, test))
+        for test, scores in done[:-1]:
+            oof[test] = scores
         scored = ~np.isnan(oof)
         if not np.any(scored & (weights > 0)):
             raise ValueError(
@@ -364,7 +381,7 @@ class OpenSetClassifier(
         self.threshold_ = weighted_lower_quantile(
             oof[scored], weights[scored], self.target_rejection
         )
-        self.estimator_ = clone(self.estimator).fit(X, y, **fit_params)
+        self.estimator_ = done[-1]
         self.classes_ = self.estimator_.classes_
         self.unknown_label_ = unknown_label
         return self
@@ -477,6 +494,21 @@ class OpenSetClassifier(
         tags.input_tags.sparse = inner.sparse
         tags.input_tags.allow_nan = inner.allow_nan
         return tags
+
+
+def _fit_and_score(estimator, X, y, fit_params, split):
+    """Fit ``estimator`` on a fold's training rows and score its test rows.
+
+    ``split`` is ``(train, test)``; returns ``(test, score_samples of the test
+    rows)``. With ``split=None`` the estimator is fitted on all rows and
+    returned.
+    """
+    if split is None:
+        return estimator.fit(X, y, **fit_params)
+    train, test = split
+    fold = {key: value[train] for key, value in fit_params.items()}
+    estimator.fit(safe_indexing(X, train), y[train], **fold)
+    return test, estimator.score_samples(safe_indexing(X, test))
 
 
 def _predict_with_score(estimator, X):
