@@ -58,8 +58,10 @@ from ._cv_path import (
     Head,
     PathGrid,
     check_folds,
+    finish_fold,
     fit_fold,
     full_class_logits,
+    mean_model,
 )
 from ._cv_results import cv_results, first_best, on_device, searched, shaped
 from ._edges import warn_grid_edges
@@ -287,11 +289,13 @@ class _BaseMarginSoftmaxCV(
         base = self._base_estimator()
         # With refit the folds only select, and may stop at a looser tolerance
         # (_path_tol); refit=False predicts with the fold models: full tol.
+        finish = self.refit and self._path_tol(base.tol) > base.tol
+        data = (X, y, y_encoded, sample_weight)
         grid_points, points = self._fit_folds(
             clone(base).set_params(tol=self._path_tol(base.tol))
             if self.refit
             else base,
-            (X, y, y_encoded, sample_weight), folds, scored, heads, axes,
+            data, folds, scored, heads, axes, keep_models=finish or not self.refit,
         )  # fmt: skip
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
@@ -309,6 +313,11 @@ class _BaseMarginSoftmaxCV(
         self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
 
         best_mean = first_best(scores[scored].mean(axis=0))
+        finished = None
+        if finish:
+            best_mean, finished = self._finish_chosen(
+                base.tol, data, folds, scored, points, scores, best_mean
+            )
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
         index = heads.index(head) if len(heads) > 1 else 0
@@ -323,7 +332,7 @@ class _BaseMarginSoftmaxCV(
                 first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
             ]
-        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        chosen = finished or [points[f][b] for f, b in enumerate(best_per_fold)]
         if self.calibrate:
             self.temperature_ = fit_temperature(
                 np.concatenate([point.logits for point in chosen]),
@@ -346,8 +355,14 @@ class _BaseMarginSoftmaxCV(
             # (see _refit); the kernel refit is a cold fit at the chosen point.
             values = head.path_values
             steps = values[: values.index(point[head.path_name]) + 1]
+            start = clone(base).set_params(**params)
+            if finished and self._warm_refit:
+                # From the finished fold models' mean, as LogisticRegressionCV.
+                mean = mean_model([p.model for p in finished], self.classes_)
+                if mean is not None:
+                    start, steps = mean.set_params(**params), steps[-1:]
             self.estimator_ = self._refit(
-                clone(base).set_params(**params), X_refit, y, sample_weight,
+                start, X_refit, y, sample_weight,
                 head.path_name, steps if self._warm_refit else (),
             )  # fmt: skip
             self.estimators_ = None
@@ -390,7 +405,60 @@ class _BaseMarginSoftmaxCV(
     def _fold_models_chosen(self):
         """Finish the fold models ``refit=False`` keeps (nothing to do here)."""
 
-    def _fit_folds(self, base, data, folds, scored, heads, axes):
+    #: How many of the best path points (by mean held-out score at the path
+    #: tolerance) are fitted on to ``tol`` and scored again to choose from.
+    _n_finished = 1
+
+    def _finish_chosen(self, tol, data, folds, scored, points, scores, best):
+        """Fit the folds' models at the chosen point on to ``tol``.
+
+        The path's fits stop at the looser ``path_tol``; the refit's chosen
+        point, the model the user gets, is fitted on to ``tol``. The
+        temperature must be fitted on held-out logits of models of that kind:
+        those of the path's models are less sharp, and a temperature fitted on
+        them over-sharpens the final model's probabilities. So each fold's
+        model at the chosen point continues, warm-started, until its stop test
+        at ``tol`` holds (:func:`finish_fold`; a few iterations), and its
+        held-out logits replace the path's for the temperature. With
+        ``_n_finished > 1`` the best points by mean path score are finished
+        and the choice is made again on their finished scores.
+
+        Returns
+        -------
+        best : int
+            The chosen grid point (``best`` unless a finished candidate
+            scores higher).
+        finished : list of PathPoint
+            Each fold's finished point at ``best``.
+        """
+        mean = scores[scored].mean(axis=0)
+        order = np.argsort(-mean, kind="stable")
+        candidates = [best] + [
+            int(b) for b in order if b != best and np.isfinite(mean[b])
+        ][: self._n_finished - 1]
+        grid_classes, scorer = self.classes_, self._scorer()
+        jobs = [
+            delayed(finish_fold)(
+                [points[f][b].model for b in candidates],
+                data,
+                train,
+                test,
+                scorer,
+                grid_classes,
+                tol,
+                scored[f],
+            )  # fmt: skip
+            for f, (train, test) in enumerate(folds)
+        ]
+        done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
+        if len(candidates) > 1:
+            finished_scores = np.array([[p.score for p in fold] for fold in done])
+            pick = first_best(finished_scores[scored].mean(axis=0))
+        else:
+            pick = 0
+        return candidates[pick], [fold[pick] for fold in done]
+
+    def _fit_folds(self, base, data, folds, scored, heads, axes, keep_models=False):
         """Fit every fold at every grid point: ``(grid_points, points)``.
 
         ``points[f][b]`` is the :class:`PathPoint` of fold ``f`` at
@@ -417,8 +485,7 @@ class _BaseMarginSoftmaxCV(
                     ]  # fmt: skip
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
-            not self.refit, self.verbose,  # refit=False keeps each fold's best
-            self._fold_preparer(),
+            keep_models, self.verbose, self._fold_preparer(),
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's
