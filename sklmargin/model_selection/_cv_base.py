@@ -8,8 +8,11 @@ fit starts from the previous solution, so a long path costs little more than a
 few cold fits. Each fold, at each kernel width, is one joblib job
 (:mod:`sklmargin.model_selection._cv_path`).
 
-The out-of-fold margin-free logits at the chosen point come for free and fit a
-temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
+The out-of-fold margin-free logits at the chosen point fit a temperature
+:math:`T` (:mod:`sklmargin.model_selection._calibration`); where the paths
+stopped at a looser tolerance than ``tol``, each fold's model at the chosen
+point is first fitted on to ``tol`` (:meth:`_finish_chosen`), so that the
+temperature is fitted on models of the kind the refit gives:
 :meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
 :meth:`decision_function` and :meth:`predict` stay those of the model.
 
@@ -315,8 +318,8 @@ class _BaseMarginSoftmaxCV(
         best_mean = first_best(scores[scored].mean(axis=0))
         finished = None
         if finish:
-            best_mean, finished = self._finish_chosen(
-                base.tol, data, folds, scored, points, scores, best_mean
+            finished = self._finish_chosen(
+                base.tol, data, folds, points, best_mean, scored
             )
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
@@ -405,58 +408,41 @@ class _BaseMarginSoftmaxCV(
     def _fold_models_chosen(self):
         """Finish the fold models ``refit=False`` keeps (nothing to do here)."""
 
-    #: How many of the best path points (by mean held-out score at the path
-    #: tolerance) are fitted on to ``tol`` and scored again to choose from.
-    _n_finished = 1
-
-    def _finish_chosen(self, tol, data, folds, scored, points, scores, best):
+    def _finish_chosen(self, tol, data, folds, points, best, scored):
         """Fit the folds' models at the chosen point on to ``tol``.
 
         The path's fits stop at the looser ``path_tol``; the refit's chosen
-        point, the model the user gets, is fitted on to ``tol``. The
-        temperature must be fitted on held-out logits of models of that kind:
-        those of the path's models are less sharp, and a temperature fitted on
-        them over-sharpens the final model's probabilities. So each fold's
-        model at the chosen point continues, warm-started, until its stop test
-        at ``tol`` holds (:func:`finish_fold`; a few iterations), and its
-        held-out logits replace the path's for the temperature. With
-        ``_n_finished > 1`` the best points by mean path score are finished
-        and the choice is made again on their finished scores.
+        point, the model the user gets, is fitted to ``tol``. The temperature
+        must be fitted on held-out logits of models of that kind: the path's
+        models are less sharp, and a temperature fitted on them
+        over-sharpens the final model's probabilities. So each fold's model
+        at the chosen point continues, warm-started, until its stop test at
+        ``tol`` holds (:func:`finish_fold`), and its held-out logits replace
+        the path's for the temperature; the refit starts from their mean.
+        (Finishing the three best points and choosing again among them was
+        measured and not kept: twice the cost, no better choice.)
 
         Returns
         -------
-        best : int
-            The chosen grid point (``best`` unless a finished candidate
-            scores higher).
-        finished : list of PathPoint
-            Each fold's finished point at ``best``.
+        list of PathPoint
+            Each fold's finished point at ``best``, with its model.
         """
-        mean = scores[scored].mean(axis=0)
-        order = np.argsort(-mean, kind="stable")
-        candidates = [best] + [
-            int(b) for b in order if b != best and np.isfinite(mean[b])
-        ][: self._n_finished - 1]
-        grid_classes, scorer = self.classes_, self._scorer()
+        scorer = self._scorer()
         jobs = [
             delayed(finish_fold)(
-                [points[f][b].model for b in candidates],
+                [points[f][best].model],
                 data,
                 train,
                 test,
                 scorer,
-                grid_classes,
+                self.classes_,
                 tol,
                 scored[f],
             )  # fmt: skip
             for f, (train, test) in enumerate(folds)
         ]
         done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
-        if len(candidates) > 1:
-            finished_scores = np.array([[p.score for p in fold] for fold in done])
-            pick = first_best(finished_scores[scored].mean(axis=0))
-        else:
-            pick = 0
-        return candidates[pick], [fold[pick] for fold in done]
+        return [fold[0] for fold in done]
 
     def _fit_folds(self, base, data, folds, scored, heads, axes, keep_models=False):
         """Fit every fold at every grid point: ``(grid_points, points)``.
@@ -467,7 +453,9 @@ class _BaseMarginSoftmaxCV(
         training rows); in it the rows are mapped once per map point (gamma)
         and every head (loss) and inner point (m) walks its path on them. The
         job and map axes lead, so the jobs' points in order are the grid's
-        points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``.
+        points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``;
+        ``keep_models`` keeps every point's model (``refit=False`` predicts
+        with them, :meth:`_finish_chosen` continues them).
         """
         job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
@@ -533,7 +521,11 @@ class _BaseMarginSoftmaxCV(
         Walking the path refits the model that was scored; the steps before
         the chosen point stop at the search's path tolerance
         (:meth:`_path_tol`: the linear search's ``path_tol``), the chosen
-        point at ``tol``. A kernel model's
+        point at ``tol``. Where the folds' chosen models were fitted on to
+        ``tol`` (:meth:`_finish_chosen`), ``start`` is their mean and
+        ``steps`` only the chosen value: one warm fit at ``tol``, as
+        :class:`~sklearn.linear_model.LogisticRegressionCV` refits from the
+        folds' mean coefficients. A kernel model's
         coefficients live in its fold's feature space, which the full data's
         map does not share: the kernel search refits cold (``steps`` empty).
         """
