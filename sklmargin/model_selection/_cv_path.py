@@ -274,13 +274,17 @@ def mean_model(models, classes):
     if any(len(model.classes_) != len(classes) for model in models):
         return None
     start = copy.deepcopy(models[0])
-    coef = np.mean([model.coef_ for model in models], axis=0)
-    constant = np.mean([model.constant_coef_ for model in models], axis=0)
-    intercept = np.mean([model.intercept_ for model in models], axis=0)
+
+    def mean(name):  # host copies: a device fit's attributes live there
+        return np.mean([to_numpy(getattr(model, name)) for model in models], axis=0)
+
+    coef, constant, intercept = (
+        mean(name) for name in ("coef_", "constant_coef_", "intercept_")
+    )
     if start.margin_.normalizes_W:
         norms = np.sqrt(np.sum(coef**2, axis=1) + constant**2)
         coef, constant = coef / norms[:, None], constant / norms
-    dtype = start.coef_.dtype
+    dtype = to_numpy(start.coef_).dtype  # the warm start reads host copies
     start.coef_ = np.ascontiguousarray(coef, dtype=dtype)
     start.constant_coef_ = np.asarray(constant, dtype=dtype)
     start.intercept_ = np.asarray(intercept, dtype=dtype)
