@@ -71,17 +71,19 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         the losses tuned along ``s``).
     path_tol : float or None, default=1e-3
         The tolerance (read as ``tol`` is: its stop test at ``path_tol * s``)
-        of the fits that only select: every point of the folds' paths and the
-        refit's steps before the chosen ``s``; the refit's chosen point is
-        then fitted on to ``tol``. The looser of ``tol`` and ``path_tol`` is
-        used; None fits everything at ``tol``. With ``refit=False`` the fold
-        models predict, and are fitted at ``tol``. The default makes the
-        search much cheaper than None at about the same accuracy, since a
-        point that only competes need not be fitted to the last digit. The
-        cost: the temperature is fitted on the folds' logits, fitted at
-        ``path_tol``, while the chosen point is the sharper model fitted on to
-        ``tol``, so the log loss can be higher than None's (the
-        model-selection page has the measurements).
+        of the fits that only select: every point of the folds' paths. The
+        looser of ``tol`` and ``path_tol`` is used; None fits everything at
+        ``tol``. A model stopped at ``path_tol`` is less sharp than one fitted
+        to ``tol``, and a temperature fitted on its held-out logits would
+        over-sharpen the final model. So once the paths have chosen the
+        point, each fold's model there is fitted on to ``tol``
+        (warm-started), the temperature is fitted on those models' held-out
+        logits, and the refit starts from their mean (as
+        ``LogisticRegressionCV`` refits from the folds' mean coefficients)
+        and is fitted to ``tol``. With ``refit=False`` the fold models
+        predict, and are fitted at ``tol``. The default makes the search
+        much cheaper than None at about the same accuracy and calibration
+        (the model-selection page has the measurements).
     RUN_PARAMETERS
 
     Attributes

@@ -8,8 +8,11 @@ fit starts from the previous solution, so a long path costs little more than a
 few cold fits. Each fold, at each kernel width, is one joblib job
 (:mod:`sklmargin.model_selection._cv_path`).
 
-The out-of-fold margin-free logits at the chosen point come for free and fit a
-temperature :math:`T` (:mod:`sklmargin.model_selection._calibration`):
+The out-of-fold margin-free logits at the chosen point fit a temperature
+:math:`T` (:mod:`sklmargin.model_selection._calibration`); where the paths
+stopped at a looser tolerance than ``tol``, each fold's model at the chosen
+point is first fitted on to ``tol`` (:meth:`_finish_chosen`), so that the
+temperature is fitted on models of the kind the refit gives:
 :meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
 :meth:`decision_function` and :meth:`predict` stay those of the model.
 
@@ -58,8 +61,10 @@ from ._cv_path import (
     Head,
     PathGrid,
     check_folds,
+    finish_fold,
     fit_fold,
     full_class_logits,
+    mean_model,
 )
 from ._cv_results import cv_results, first_best, on_device, searched, shaped
 from ._edges import fold_scores_near, warn_grid_edges
@@ -288,11 +293,13 @@ class _BaseMarginSoftmaxCV(
         base = self._base_estimator()
         # With refit the folds only select, and may stop at a looser tolerance
         # (_path_tol); refit=False predicts with the fold models: full tol.
+        finish = self.refit and self._path_tol(base.tol) > base.tol
+        data = (X, y, y_encoded, sample_weight)
         grid_points, points = self._fit_folds(
             clone(base).set_params(tol=self._path_tol(base.tol))
             if self.refit
             else base,
-            (X, y, y_encoded, sample_weight), folds, scored, heads, axes,
+            data, folds, scored, heads, axes, keep_models=finish or not self.refit,
         )  # fmt: skip
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
@@ -310,6 +317,11 @@ class _BaseMarginSoftmaxCV(
         self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
 
         best_mean = first_best(scores[scored].mean(axis=0))
+        finished = None
+        if finish:
+            finished = self._finish_chosen(
+                base.tol, data, folds, points, best_mean, scored
+            )
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
         index = heads.index(head) if len(heads) > 1 else 0
@@ -324,7 +336,7 @@ class _BaseMarginSoftmaxCV(
                 first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
             ]
-        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        chosen = finished or [points[f][b] for f, b in enumerate(best_per_fold)]
         if self.calibrate:
             self.temperature_ = fit_temperature(
                 np.concatenate([point.logits for point in chosen]),
@@ -347,8 +359,14 @@ class _BaseMarginSoftmaxCV(
             # (see _refit); the kernel refit is a cold fit at the chosen point.
             values = head.path_values
             steps = values[: values.index(point[head.path_name]) + 1]
+            start = clone(base).set_params(**params)
+            if finished and self._warm_refit:
+                # From the finished fold models' mean, as LogisticRegressionCV.
+                mean = mean_model([p.model for p in finished], self.classes_)
+                if mean is not None:
+                    start, steps = mean.set_params(**params), steps[-1:]
             self.estimator_ = self._refit(
-                clone(base).set_params(**params), X_refit, y, sample_weight,
+                start, X_refit, y, sample_weight,
                 head.path_name, steps if self._warm_refit else (),
             )  # fmt: skip
             self.estimators_ = None
@@ -392,7 +410,43 @@ class _BaseMarginSoftmaxCV(
     def _fold_models_chosen(self):
         """Finish the fold models ``refit=False`` keeps (nothing to do here)."""
 
-    def _fit_folds(self, base, data, folds, scored, heads, axes):
+    def _finish_chosen(self, tol, data, folds, points, best, scored):
+        """Fit the folds' models at the chosen point on to ``tol``.
+
+        The path's fits stop at the looser ``path_tol``; the refit's chosen
+        point, the model the user gets, is fitted to ``tol``. The temperature
+        must be fitted on held-out logits of models of that kind: the path's
+        models are less sharp, and a temperature fitted on them
+        over-sharpens the final model's probabilities. So each fold's model
+        at the chosen point continues, warm-started, until its stop test at
+        ``tol`` holds (:func:`finish_fold`), and its held-out logits replace
+        the path's for the temperature; the refit starts from their mean.
+        (Finishing the three best points and choosing again among them was
+        measured and not kept: twice the cost, no better choice.)
+
+        Returns
+        -------
+        list of PathPoint
+            Each fold's finished point at ``best``, with its model.
+        """
+        scorer = self._scorer()
+        jobs = [
+            delayed(finish_fold)(
+                [points[f][best].model],
+                data,
+                train,
+                test,
+                scorer,
+                self.classes_,
+                tol,
+                scored[f],
+            )  # fmt: skip
+            for f, (train, test) in enumerate(folds)
+        ]
+        done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
+        return [fold[0] for fold in done]
+
+    def _fit_folds(self, base, data, folds, scored, heads, axes, keep_models=False):
         """Fit every fold at every grid point: ``(grid_points, points)``.
 
         ``points[f][b]`` is the :class:`PathPoint` of fold ``f`` at
@@ -401,7 +455,9 @@ class _BaseMarginSoftmaxCV(
         training rows); in it the rows are mapped once per map point (gamma)
         and every head (loss) and inner point (m) walks its path on them. The
         job and map axes lead, so the jobs' points in order are the grid's
-        points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``.
+        points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``;
+        ``keep_models`` keeps every point's model (``refit=False`` predicts
+        with them, :meth:`_finish_chosen` continues them).
         """
         job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
@@ -419,8 +475,7 @@ class _BaseMarginSoftmaxCV(
                     ]  # fmt: skip
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
-            not self.refit, self.verbose,  # refit=False keeps each fold's best
-            self._fold_preparer(),
+            keep_models, self.verbose, self._fold_preparer(),
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's
@@ -468,7 +523,11 @@ class _BaseMarginSoftmaxCV(
         Walking the path refits the model that was scored; the steps before
         the chosen point stop at the search's path tolerance
         (:meth:`_path_tol`: the linear search's ``path_tol``), the chosen
-        point at ``tol``. A kernel model's
+        point at ``tol``. Where the folds' chosen models were fitted on to
+        ``tol`` (:meth:`_finish_chosen`), ``start`` is their mean and
+        ``steps`` only the chosen value: one warm fit at ``tol``, as
+        :class:`~sklearn.linear_model.LogisticRegressionCV` refits from the
+        folds' mean coefficients. A kernel model's
         coefficients live in its fold's feature space, which the full data's
         map does not share: the kernel search refits cold (``steps`` empty).
         """

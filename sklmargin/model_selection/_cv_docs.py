@@ -55,8 +55,10 @@ RUN_PARAMS_DOC = """\
         depend on it.
     refit : bool, default=True
         Refit on all the data at the best mean score (the linear estimator
-        along the same warm path up to the chosen ``s``, the kernel estimator
-        cold at the chosen point). If False, as in ``LogisticRegressionCV``: each
+        from the mean of the folds' models at the chosen point, fitted to
+        ``tol``, or along the same warm path up to the chosen ``s`` when the
+        paths were fitted at ``tol``; the kernel estimator cold at the chosen
+        point). If False, as in ``LogisticRegressionCV``: each
         fold's own best model is kept, predictions average their logits, and
         ``s_``/``m_`` are the averages of the folds' best values.
     random_state : int, RandomState instance or None, default=None

@@ -44,7 +44,9 @@ class PathGrid(NamedTuple):
     map_points: list  # dicts over the axes that change the map (gamma)
     scorer: Callable  # score(estimator, rows, logits)
     classes: np.ndarray  # all classes of the search (a fold may miss one)
-    keep_models: bool  # refit=False predicts with each fold's best model
+    # refit=False predicts with each fold's best model; a search that
+    # finishes its chosen point at tol (finish_fold) starts from them.
+    keep_models: bool
     verbose: int
     # prepare(job_point, rows) -> (rows, map_params, attach): the
     # kernel search's per-fold input metric (None: the rows as they are).
@@ -220,6 +222,73 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
             model = copy.deepcopy(path).set_params(warm_start=False)
         points.append(PathPoint(score, path.n_iter_, fit_time, logits, model))
     return points
+
+
+def finish_fold(models, data, train, test, scorer, classes, tol, scored):
+    """Fit a fold's path models on to ``tol``, warm-started: their PathPoints.
+
+    ``models`` are the fold's kept path models (``grid.keep_models``) at the
+    grid points being finished, fitted at the search's looser path
+    tolerance. Each continues from its own coefficients on the fold's
+    training rows (cut again, and mapped by ``models[0]``: the linear
+    estimator has no map) until its stop test at ``tol`` holds, which costs
+    a few iterations where the path had already come close. The held-out
+    logits and score are then those of the model a fit at ``tol`` gives, the
+    kind of model the refit ends with. ``data`` is the search's
+    ``(X, y, y_encoded, sample_weight)``; ``scorer`` and ``classes`` those of
+    its :class:`PathGrid`.
+
+    Returns
+    -------
+    list of PathPoint
+        One per model, in order, each with its finished model.
+    """
+    rows = map_fold(models[0], cut_fold(*data, train, test))
+    points, path_rows = [], {}
+    for model in models:
+        start = time.perf_counter()
+        model.set_params(tol=tol, warm_start=True)
+        model._fit(
+            rows.X_train, rows.y_train, rows.sw_train,
+            premapped=rows.premapped, check_scale=False, path_rows=path_rows,
+        )  # fmt: skip
+        fit_time = time.perf_counter() - start
+        logits = full_class_logits(
+            held_out_logits(model, rows.features_test), model.classes_, classes
+        )
+        score = scorer(model, rows, logits) if scored else np.nan
+        model.set_params(warm_start=False)
+        points.append(PathPoint(score, model.n_iter_, fit_time, logits, model))
+    return points
+
+
+def mean_model(models, classes):
+    """Average the folds' finished models: the refit's start, or None.
+
+    As :class:`~sklearn.linear_model.LogisticRegressionCV` starts its refit
+    from the folds' mean coefficients at the chosen point. Normalised
+    prototypes (the cosine losses) are averaged and normalised again, with
+    their lift coordinate. None when a fold missed a class (its prototypes
+    do not line up with the others').
+    """
+    if any(len(model.classes_) != len(classes) for model in models):
+        return None
+    start = copy.deepcopy(models[0])
+
+    def mean(name):  # host copies: a device fit's attributes live there
+        return np.mean([to_numpy(getattr(model, name)) for model in models], axis=0)
+
+    coef, constant, intercept = (
+        mean(name) for name in ("coef_", "constant_coef_", "intercept_")
+    )
+    if start.margin_.normalizes_W:
+        norms = np.sqrt(np.sum(coef**2, axis=1) + constant**2)
+        coef, constant = coef / norms[:, None], constant / norms
+    dtype = to_numpy(start.coef_).dtype  # the warm start reads host copies
+    start.coef_ = np.ascontiguousarray(coef, dtype=dtype)
+    start.constant_coef_ = np.asarray(constant, dtype=dtype)
+    start.intercept_ = np.asarray(intercept, dtype=dtype)
+    return start
 
 
 def check_folds(folds, y_encoded, classes, sample_weight, name):
