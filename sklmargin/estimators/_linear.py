@@ -160,6 +160,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     True
     """
 
+    _scale_from_data = True
+
     def __init__(
         self,
         loss="am-softmax",
