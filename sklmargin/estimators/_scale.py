@@ -13,9 +13,10 @@ the training rows (:data:`HOLD_OUT`), fits the loss's default scale ``s_0`` on
 the rest, and fits one temperature ``T`` to the held-out margin-free logits
 (weighted cross-entropy, ``T`` in ``[1/20, 20]``). ``T < RAISE_AT`` means
 the held-out rows do not ask for a sharper model: the scale stays (the usual
-case below about 10^5 rows, where ``T`` is near or below 1). Otherwise the
-scale becomes ``s T`` (at most ``MAX_STEP`` times larger per step) and the
-pilot is refitted there, at most ``MAX_RAISES`` times. The final model is
+case for small data, where ``T`` is near or below 1). Otherwise the scale
+becomes ``s T``; only a ``T`` above ``MAX_STEP`` is cut to that factor and
+the pilot refitted at the new scale to ask again, at most ``MAX_RAISES``
+pilots in all. The final model is
 then fitted, cold, on all the rows at the scale found, so that
 ``MarginSoftmaxClassifier(s=clf.s_)`` refits the same model.
 
@@ -41,7 +42,7 @@ HOLD_OUT = 0.2
 #: Held-out temperature from which the scale is raised.
 RAISE_AT = 1.5
 #: Largest factor of one raise, and the number of raises.
-MAX_STEP = 4.0
+MAX_STEP = 8.0
 MAX_RAISES = 3
 #: Below this many held-out rows (or 5 per class) the pilot is not run: too
 #: few to tell a temperature from noise, and the default scale is the
@@ -154,4 +155,6 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
         if t < RAISE_AT:
             return s
         s = s * min(t, MAX_STEP)
+        if t <= MAX_STEP:  # the held-out temperature, taken in one step
+            return s
     return s
