@@ -50,7 +50,7 @@ MAX_RAISES = 3
 MIN_HELD_OUT = 200
 
 
-def held_out_mask(X, xp=None):
+def held_out_mask(X, xp=None, device=None):
     """Boolean host mask of the held-out rows, from each row's content.
 
     ``X`` are the prepared (unit, lifted) rows in any namespace or CSR. The
@@ -62,18 +62,18 @@ def held_out_mask(X, xp=None):
     if xp is None:
         key = np.asarray(X @ direction.astype(X.dtype)).ravel()
     else:
-        key = to_numpy(X @ to_device(direction, xp, None, X.dtype))
+        key = to_numpy(X @ to_device(direction, xp, device, X.dtype))
     key = np.asarray(key, dtype=np.float64) * 65536.0
     return (key - np.floor(key)) < HOLD_OUT
 
 
-def _rows_at(rows, index, xp):
+def _rows_at(rows, index, xp, device):
     """Return the :class:`PreparedRows` at host integer ``index``."""
     if xp is None:
         X = rows.X[index]
         norms = None if rows.norms is None else rows.norms[index]
     else:
-        take = to_device(index.astype(np.int64), xp, None)
+        take = to_device(index.astype(np.int64), xp, device)
         X = xp.take(rows.X, take, axis=0)
         norms = None if rows.norms is None else xp.take(rows.norms, take, axis=0)
     return PreparedRows(X, norms, rows.constant)
@@ -123,12 +123,13 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
         ``s`` itself, or the raised scale.
     """
     xp, device, _ = rows_namespace(rows.X)
-    hold = held_out_mask(rows.X, xp)
+    hold = held_out_mask(rows.X, xp, device)
     n_hold = int(hold.sum())
     if n_hold < max(MIN_HELD_OUT, 5 * n_classes) or hold.all():
         return s
     train, test = np.flatnonzero(~hold), np.flatnonzero(hold)
-    train_rows, test_rows = _rows_at(rows, train, xp), _rows_at(rows, test, xp)
+    train_rows = _rows_at(rows, train, xp, device)
+    test_rows = _rows_at(rows, test, xp, device)
     y_train = _labels_at(y_encoded, train, xp, device)
     sw_train, sw_test = sample_weight[train], sample_weight[test]
     if sw_test.sum() <= 0 or sw_train.sum() <= 0:
