@@ -154,7 +154,7 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
             intercept = np.zeros(n_classes)
         logits = margin_free_logits(margin, test_rows.X, coef, intercept, s=s)
         t = held_out_temperature(to_numpy(logits), y_encoded[test], sw_test)
-        if t < RAISE_AT:
+        if not t >= RAISE_AT:  # NaN too: a pilot in trouble changes nothing
             return s
         s = s * min(t, MAX_STEP)
         if t <= MAX_STEP:  # the held-out temperature, taken in one step
