@@ -69,6 +69,7 @@ from ..solver._start import (
 )
 from ._device import move_fitted_to_device
 from ._predict import MarginPredictMixin, accepted_rows
+from ._scale import resolve_scale
 
 
 def validate_training_data(estimator, X, y, sample_weight, xp):
@@ -162,6 +163,10 @@ class BaseMarginSoftmax(
     #: (:func:`~sklmargin.solver.sphere_scaling`): fits decided by the data,
     #: not by round-off (measured on the benchmarks page, "Label stability").
     _sphere_scaled_solver = True
+    #: Whether ``s=None`` is resolved from the training rows
+    #: (:func:`~sklmargin.estimators._scale.resolve_scale`) for the losses
+    #: that normalise the rows; else it is the loss's constant default.
+    _scale_from_data = False
 
     # Models saved when the Dask fit named its evaluation count on its own
     # (n_evaluations_dask_) read it from the one record of fit statistics.
@@ -334,6 +339,14 @@ class BaseMarginSoftmax(
                     key=key, rows=(classes, y_encoded, sample_weight, rows)
                 )
         self.classes_ = classes
+        if self._resolves_scale(margin, path_rows, premapped):
+            last = getattr(self, "margin_", None)
+            if self.warm_start and last is not None and last.name == margin.name:
+                s = self.s_  # a warm start continues at the fitted scale
+            else:
+                s = resolve_scale(
+                    self, rows, y_encoded, sample_weight, len(classes), margin, m, s
+                )
         largest = None
         if rows.norms is not None:
             largest = np.array([float((np if xp is None else xp).max(rows.norms))])
@@ -369,6 +382,24 @@ class BaseMarginSoftmax(
         if xp is not None:
             move_fitted_to_device(self, xp, device)
         return self
+
+    def _resolves_scale(self, margin, path_rows, premapped):
+        """Whether this fit resolves ``s=None`` from its rows (or reuses ``s_``).
+
+        Only for the estimators that opt in (``_scale_from_data``), the losses
+        that normalise the rows and take ``s`` without SV-Softmax rounds, and
+        a plain fit (not a CV path's). A warm start keeps the previous fit's
+        scale (no pilot runs).
+        """
+        return bool(
+            self._scale_from_data
+            and self.s is None
+            and margin.normalizes_X
+            and margin.uses_s
+            and not margin.stateful
+            and path_rows is None
+            and premapped is None
+        )
 
     def _training_rows(
         self, X, y, sample_weight, xp, device, margin, premapped, check_scale,
