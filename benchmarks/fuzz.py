@@ -27,6 +27,12 @@ or one path rejecting (ValueError/TypeError) what the other fits; equality is
 
     python benchmarks/fuzz.py --array-api --examples 3000 --seed 21
 
+Every top-level ``fit`` is timed in CPU seconds (``time.process_time``; a
+kernel fit's metric pilots count in it): the record keeps the largest
+(``fit_cpu_max_s``), a histogram (``fit_cpu_histogram``) and the 20 slowest
+fits with their cases (``slowest_fits``), and the summary prints them. A fit
+of these small data sets (at most 600 rows) should take well under 2 CPU s.
+
 A *hang* is judged by the process's CPU time, not by wall time, so that a
 loaded machine does not turn slow cases into hangs: ``--timeout`` CPU seconds
 per case (``setitimer(ITIMER_PROF)``). A case that blocks without using CPU
