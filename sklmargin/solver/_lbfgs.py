@@ -47,6 +47,14 @@ _SPHERE_CONVERGED = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TO
 # entry flipped, the full step can raise it while a shorter one still lowers it.
 _BACKTRACK = (1.0, 0.5, 0.25, 0.125)
 
+# Line-search steps of one L-BFGS iteration (scipy's default is 20), and the
+# evaluations a run may spend in all: _EVALS_PER_ITERATION per iteration of its budget plus one line
+# search. A well-posed run takes 1-1.5 evaluations per iteration; a run whose
+# line searches keep failing (a stall at a kink, measured: 42 evaluations per
+# iteration) stops there rather than spending seconds on a tiny problem.
+_MAX_LINE_SEARCH = 50
+_EVALS_PER_ITERATION = 2
+
 # lambda schedule of L-/A-Softmax: start near plain softmax, divide by 10 per
 # stage down to the user's final lambda.
 _LAMBDA_START = 1000.0
@@ -272,7 +280,10 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
         ``converged`` is True only when the gradient test at ``tol`` holds
         (to within a factor of 10 where scipy stopped on round-off).
     """
-    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
+    options = {
+        "maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": _MAX_LINE_SEARCH,
+        "maxfun": _EVALS_PER_ITERATION * max_iter + _MAX_LINE_SEARCH,
+    }  # fmt: skip
     log = iteration_log(verbose)
     if scale is not None:
         result, max_abs_grad = _scaled_lbfgs(
@@ -547,6 +558,12 @@ def warn_if_not_converged(result, max_iter, tol, estimator_name, hint=""):
             stacklevel=3,
         )
     if not result.converged:
+        if "EVALUATIONS" in str(result.message):
+            hint = (
+                f"Its line searches kept failing: a run may evaluate the "
+                f"objective {_EVALS_PER_ITERATION} times per iteration of its "
+                f"budget plus {_MAX_LINE_SEARCH}. " + (hint or "")
+            )
         warnings.warn(
             f"{estimator_name} did not converge: L-BFGS stopped with "
             f"'{result.message}' after {result.n_iter} iterations in total, "
