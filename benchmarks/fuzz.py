@@ -27,6 +27,12 @@ or one path rejecting (ValueError/TypeError) what the other fits; equality is
 
     python benchmarks/fuzz.py --array-api --examples 3000 --seed 21
 
+Every top-level ``fit`` is timed in CPU seconds (``time.process_time``; a
+kernel fit's metric pilots count in it): the record keeps the largest
+(``fit_cpu_max_s``), a histogram (``fit_cpu_histogram``) and the 20 slowest
+fits with their cases (``slowest_fits``), and the summary prints them. A fit
+of these small data sets (at most 600 rows) should take well under 2 CPU s.
+
 A *hang* is judged by the process's CPU time, not by wall time, so that a
 loaded machine does not turn slow cases into hangs: ``--timeout`` CPU seconds
 per case (``setitimer(ITIMER_PROF)``). A case that blocks without using CPU
@@ -171,6 +177,38 @@ def array_api_reproducer(estimator, params, spec):
     )
 
 
+class _FitClock:
+    """CPU seconds of each top-level ``fit`` (a metric pilot's counts in its fit's)."""
+
+    def __init__(self):
+        self.depth, self.times = 0, []
+
+    def install(self):
+        from sklmargin.estimators._base import BaseMarginSoftmax
+
+        fit = BaseMarginSoftmax.fit
+        clock = self
+
+        @functools.wraps(fit)
+        def timed_fit(estimator, *args, **kwargs):
+            if clock.depth:
+                return fit(estimator, *args, **kwargs)
+            clock.depth += 1
+            begin = time.process_time()
+            try:
+                return fit(estimator, *args, **kwargs)
+            finally:
+                clock.times.append(time.process_time() - begin)
+                clock.depth -= 1
+
+        BaseMarginSoftmax.fit = timed_fit
+
+    def take(self):
+        """The CPU seconds of the fits since the last call."""
+        times, self.times, self.depth = self.times, [], 0
+        return times
+
+
 class _Timeout(BaseException):
     """A case used up its CPU budget (``kind="hang"``) or its wall backstop.
 
@@ -195,6 +233,17 @@ def _arm(cpu_seconds, wall_seconds):
     """Start the per-case timers (0 disarms): CPU time, then the wall backstop."""
     signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
     signal.setitimer(signal.ITIMER_REAL, wall_seconds)
+
+
+_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+def _bucket(seconds):
+    """The histogram bin of a fit's CPU seconds ("<0.1", ..., ">=2")."""
+    for edge in _BUCKETS:
+        if seconds < edge:
+            return f"<{edge:g}"
+    return f">={_BUCKETS[-1]:g}"
 
 
 def main(argv=None):
@@ -266,7 +315,15 @@ def main(argv=None):
         "failures": [],
         "known": {},
         "slowest": [],
+        # CPU seconds of each fit (a case fits two or three times): the
+        # largest, a histogram and the slowest fits with their cases.
+        "fits": 0,
+        "fit_cpu_max_s": 0.0,
+        "fit_cpu_histogram": collections.Counter(),
+        "slowest_fits": [],
     }
+    clock = _FitClock()
+    clock.install()
     start, start_cpu = time.perf_counter(), time.process_time()
     signal.signal(signal.SIGPROF, _cpu_limit)
     signal.signal(signal.SIGALRM, _wall_limit)
@@ -275,6 +332,9 @@ def main(argv=None):
         record["elapsed_s"] = round(time.perf_counter() - start, 1)
         record["cpu_s"] = round(time.process_time() - start_cpu, 1)
         record["slowest"] = sorted(record["slowest"], key=lambda r: -r[0])[:10]
+        record["slowest_fits"] = sorted(record["slowest_fits"], key=lambda r: -r[0])[
+            :20
+        ]
         out.write_text(json.dumps(record, indent=1, default=str))
 
     @settings(
@@ -311,6 +371,18 @@ def main(argv=None):
         finally:
             _arm(0, 0)
         elapsed = time.process_time() - begin_cpu
+        fit_times = clock.take()
+        record["fits"] += len(fit_times)
+        for fit_time in fit_times:
+            record["fit_cpu_histogram"][_bucket(fit_time)] += 1
+        if fit_times:
+            record["fit_cpu_max_s"] = max(record["fit_cpu_max_s"], max(fit_times))
+            record["slowest_fits"].append(
+                (round(max(fit_times), 3), estimator, params, spec)
+            )
+            record["slowest_fits"] = sorted(
+                record["slowest_fits"], key=lambda r: -r[0]
+            )[:20]
         if " | known: " in outcome:
             outcome, names = outcome.split(" | known: ")
             for name in names.split(", "):
@@ -389,6 +461,12 @@ def main(argv=None):
         "(BLAS pinned to 1 thread)"
     )
     print("outcomes:", dict(record["outcomes"]))
+    print(
+        f"{record['fits']} fits, the slowest {record['fit_cpu_max_s']:.2f} CPU s; "
+        f"CPU s per fit: {dict(sorted(record['fit_cpu_histogram'].items()))}"
+    )
+    for seconds, estimator, params, spec in record["slowest_fits"][:5]:
+        print(f"  {seconds:.2f} s  {estimator} {params} {spec}")
     for name, examples in record["known"].items():
         print(f"  known defect {name}: stepped over in {examples['count']} cases")
     kinds = collections.Counter(

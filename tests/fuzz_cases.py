@@ -61,11 +61,15 @@ def make_data(spec):
     centres in units of the noise).
     """
     rng = np.random.default_rng(spec["seed"])
-    counts = spec["counts"]
-    n_features = spec["n_features"]
-    y = np.repeat(np.arange(len(counts)), counts)
-    centres = rng.standard_normal((len(counts), n_features)) * spec["separation"]
-    X = centres[y] + rng.standard_normal((len(y), n_features))
+    if spec.get("dataset"):
+        X, y = _dataset_rows(spec["dataset"], rng)
+        counts, n_features = np.bincount(y), X.shape[1]
+    else:
+        counts = spec["counts"]
+        n_features = spec["n_features"]
+        y = np.repeat(np.arange(len(counts)), counts)
+        centres = rng.standard_normal((len(counts), n_features)) * spec["separation"]
+        X = centres[y] + rng.standard_normal((len(y), n_features))
     if spec["integer"]:
         X = np.round(2 * X)
     if spec["sparse"]:
@@ -105,10 +109,35 @@ def make_data(spec):
     return X, labels[y], sample_weight
 
 
+_DATASETS = {}
+
+
+def _dataset_rows(dataset, rng):
+    """Rows of a bundled scikit-learn data set: ``(name, n_rows, standardised)``.
+
+    ``n_rows`` rows drawn without replacement (all of them when there are
+    fewer), the labels re-encoded 0..K-1 on the rows drawn.
+    """
+    from sklearn import datasets
+
+    name, n_rows, standardised = dataset
+    if name not in _DATASETS:
+        _DATASETS[name] = getattr(datasets, f"load_{name}")(return_X_y=True)
+    X, y = _DATASETS[name]
+    rows = rng.permutation(len(y))[: min(n_rows, len(y))]
+    X = np.asarray(X[rows], dtype=np.float64)
+    y = np.unique(y[rows], return_inverse=True)[1]
+    if standardised:
+        X = (X - X.mean(axis=0)) / np.maximum(X.std(axis=0), 1e-12)
+    return X, y
+
+
 @st.composite
 def data_specs(draw):
     """Degenerate and ordinary classification data (see :func:`make_data`)."""
-    shape = draw(st.sampled_from(["ordinary", "few-per-class", "wide", "one-feature"]))
+    shape = draw(
+        st.sampled_from(["ordinary", "few-per-class", "wide", "one-feature", "dataset"])
+    )
     if shape == "few-per-class":
         counts = draw(st.lists(st.integers(1, 3), min_size=5, max_size=12))
     else:
@@ -122,7 +151,18 @@ def data_specs(draw):
     dtype = draw(st.sampled_from(["float64", "float32"]))
     huge = 1e20 if dtype == "float32" else 1e30
     magnitude = draw(st.sampled_from([1.0, 1.0, 1e-30, huge, 1e3, 1e-3]))
+    dataset = None
+    if shape == "dataset":
+        # Real rows (45-600 of iris, wine, breast_cancer, digits), raw or
+        # standardised: where extreme settings made tiny fits take seconds.
+        dataset = (
+            draw(st.sampled_from(["iris", "wine", "breast_cancer", "digits"])),
+            draw(st.sampled_from([45, 100, 265, 600])),
+            draw(st.booleans()),
+        )
+        magnitude = draw(st.sampled_from([1.0, 1.0, 1.0, 1e-3, 1e3]))
     return {
+        "dataset": dataset,
         "seed": draw(st.integers(0, 2**16)),
         "counts": counts,
         "n_features": n_features,
@@ -194,6 +234,8 @@ def estimator_params(
     loss = draw(st.sampled_from(LOSS_NAMES))
     margin = MARGINS[ALIASES.get(loss, loss)]
     params = {"loss": loss, "m": draw(_M_STRATEGIES[margin.name])}
+    if margin.uses_lambda and _rarely(draw):
+        params["m"] = 100.0  # legal, far past the papers' 1-4
     if margin.uses_s:
         params["s"] = draw(st.one_of(st.none(), st.just(0.1), st.just(100.0)))
         if params["s"] is None and draw(st.booleans()):
@@ -204,7 +246,10 @@ def estimator_params(
     params["t"] = draw(
         st.one_of(st.just(1.0), st.floats(1.1, 3.0).map(lambda t: round(t, 3)))
     )
-    params["C"] = draw(st.one_of(st.just(1.0), _log_uniform("C")))
+    params["C"] = draw(st.one_of(st.just(1.0), st.just(1e8), _log_uniform("C")))
+    # The default, and stopping rules far below round-off (a fit may only
+    # stop on its budget there: it must still cost what the problem costs).
+    params["tol"] = draw(st.sampled_from([1e-4, 1e-4, 1e-8, 1e-12]))
     if margin.uses_lambda:
         params["lambda_min"] = draw(
             st.one_of(st.none(), st.just(0.0), _log_uniform("lambda_min"))

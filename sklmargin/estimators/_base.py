@@ -498,6 +498,8 @@ class BaseMarginSoftmax(
             warm=warm,
             verbose=self.verbose,
             sphere=self._sphere_scaled_solver,
+            stalled_at=getattr(self, "_stalled_at", None) if warm else None,
+            spent=n_iter,  # (a softmax start's share of the preparing budget)
         )
         if not np.all(np.isfinite(result.params)):
             raise FloatingPointError(
@@ -505,6 +507,7 @@ class BaseMarginSoftmax(
                 f"loss={margin.name!r}; scale the data (StandardScaler) or lower s."
             )
         self._store_solution(objective, result.params)
+        self._stalled_at = result.stalled_at  # (the next warm refit's)
         warn_if_not_converged(
             result,
             self.max_iter,
@@ -524,8 +527,14 @@ class BaseMarginSoftmax(
         """Fitted attributes in the training parametrisation (nothing folded)."""
         margin, dtype = objective.margin, objective.dtype
         coef, intercept = objective.unpack(params)
+        # The solver's own prototype norms (the loss sees only directions):
+        # a warm refit of the same problem starts where this one ended, with
+        # the gradient scale its stopping test saw (warm_start_params).
+        self._prototype_norms = None
         if margin.normalizes_W:
-            coef = coef / np.linalg.norm(coef, axis=1, keepdims=True)
+            norms = np.linalg.norm(coef, axis=1, keepdims=True)
+            self._prototype_norms = norms.ravel().copy()
+            coef = coef / norms
         constant = objective.constant
         if constant > 0:
             self.constant_coef_ = np.asarray(coef[:, -1], dtype=dtype).copy()

@@ -31,6 +31,12 @@ _AUTO_WIDTH_PER_ROOT = 11.0
 _AUTO_WIDTH_RANGE = (1000, 1500)
 #: gamma="auto" after a learned metric: this multiple of "scale".
 _AUTO_GAMMA_FACTOR = 2.0
+#: The parameters the learned input transform and the feature map depend on
+#: besides the rows: a warm refit keeps both while these are unchanged.
+_MAP_PARAMS = (
+    "metric", "metric_steps", "gamma", "n_components", "kernel_approximation",
+    "centres", "compute_dtype", "random_state",
+)  # fmt: skip
 
 
 def auto_n_components(n_samples):
@@ -171,16 +177,38 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         Weights of classes, multiplied into ``sample_weight``; "balanced" uses
         ``sum(sample_weight) / (n_classes * class_total)`` with weighted totals.
     max_iter : int, default=1000
-        L-BFGS iteration budget of each run (each lambda stage and SV round).
+        L-BFGS iteration budget. The run at the final ``lambda_min`` (the
+        only run of most losses) has ``max_iter`` iterations; the runs that
+        prepare it (L-Softmax's softmax start and the lambda stages before
+        ``lambda_min``) share another ``max_iter``, and SV-Softmax's state
+        rounds (``t > 1``) a third, so a fit takes at most ``3 * max_iter``
+        iterations, not ``max_iter`` per stage and per round (which made
+        fits of a few hundred rows at extreme settings take seconds). A
+        shared budget that runs out gives a ConvergenceWarning naming it.
     tol : float, default=1e-4
         Stop when the largest absolute gradient entry is below ``tol * s``
         (``tol`` for L-Softmax): the gradient is proportional to the logit
         scale ``s``, so the tolerance keeps its meaning when ``s`` changes.
         The metric's pilot stops at ``10 * tol``.
     warm_start : bool, default=False
-        Start from the previous solution (skips the lambda schedule). The
-        feature map (and the metric) are fitted again: a start from a model
-        fitted on other data lies in another feature space.
+        Reuse the solution of the previous call to ``fit``: when the rows
+        have the shape, dtype and classes of the previous call's and the
+        parameters of the map (``metric``, ``metric_steps``, ``gamma``,
+        ``n_components``, ``kernel_approximation``, ``centres``,
+        ``compute_dtype``, ``random_state``) are unchanged, the fitted
+        ``input_transform_`` and ``feature_map_`` are kept as they are and
+        L-BFGS starts from the previous ``coef_`` and ``intercept_`` (at the
+        prototype norms the solver ended with; the lambda schedule is
+        skipped). The coefficients then live in the feature space they were
+        fitted in, so a warm refit on the same data never raises the training
+        objective, and after a converged fit it takes no iteration. Loss
+        parameters (``loss``, ``m``, ``s``, ``t``, ``C``, ``tol``,
+        ``max_iter``, ``class_weight``) may change between the calls: the
+        refit solves the new problem in the kept feature space. Otherwise
+        the metric and the map are learned again and the solver starts
+        cold, as does a refit on other rows of the same shape that should
+        get its own metric and map (use ``warm_start=False`` or a clone).
+        Default False: each fit learns its own metric and map.
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
         Precision of the feature map and of the training objective, whatever
         the input's dtype. The fit is two GEMMs of the ``n x M`` mapped rows per
@@ -412,6 +440,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
+        if self._keeps_fitted_map(X, xp):  # warm_start: the previous transform
+            return apply_input_transform(X, self.input_transform_, xp, device)
         keys = training_row_keys(X)
 
         def take(rows):
@@ -514,12 +544,43 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         feature_map = self._new_feature_map(self._width(n_samples), gamma)
         return feature_map.fit(X, sample_weight=sample_weight), X
 
+    def _map_key(self, X, xp):
+        """Return what the fitted transform and map were learned for (warm_start).
+
+        The rows' shape, dtype and namespace, the classes and the map's
+        parameters (:data:`_MAP_PARAMS`; a random state instance by identity).
+        """
+        values = (getattr(self, name) for name in _MAP_PARAMS)
+        params = tuple(
+            value
+            if value is None or isinstance(value, (str, int, float))
+            else id(value)
+            for value in values
+        )
+        namespace = getattr(xp, "__name__", None)
+        space = (tuple(X.shape), numpy_dtype(X.dtype).str, namespace)
+        return space, params, tuple(np.asarray(self.classes_).tolist())
+
+    def _keeps_fitted_map(self, X, xp=None):
+        """Whether this fit keeps the fitted transform and map (``warm_start``)."""
+        previous = getattr(self, "_fitted_map_key", None)
+        return bool(
+            self.warm_start
+            and previous is not None
+            and hasattr(self, "feature_map_")
+            and previous == self._map_key(X, xp)
+        )
+
     def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
         if premapped is not None:  # a CV fold's map and rows, used as they are
             self.feature_map_, features = premapped
+            self._fitted_map_key = None
+        elif self._keeps_fitted_map(X, xp):  # warm_start: the previous map
+            features = self._map_features(X, xp, device)
         else:
             self.feature_map_, X = self._fitted_map(X, sample_weight, xp)
             features = self.feature_map_.transform(X)
+            self._fitted_map_key = self._map_key(X, xp)
         # Read off the map the model keeps (as the Dask fit does): a CV fold's
         # map is made by another estimator (_fold_features) and its path
         # models, fitted on the premapped rows, need the width too.

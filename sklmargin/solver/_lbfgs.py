@@ -46,6 +46,14 @@ _SPHERE_CONVERGED = "CONVERGENCE: GRADIENT ON THE SPHERE-SCALED PARAMETERS <= TO
 # entry flipped, the full step can raise it while a shorter one still lowers it.
 _BACKTRACK = (1.0, 0.5, 0.25, 0.125)
 
+# Line-search steps of one L-BFGS iteration (scipy's default is 20), and the
+# evaluations a run may spend in all: _EVALS_PER_ITERATION per iteration of its budget plus one line
+# search. A well-posed run takes 1-1.5 evaluations per iteration; a run whose
+# line searches keep failing (a stall at a kink, measured: 42 evaluations per
+# iteration) stops there rather than spending seconds on a tiny problem.
+_MAX_LINE_SEARCH = 50
+_EVALS_PER_ITERATION = 2
+
 # lambda schedule of L-/A-Softmax: start near plain softmax, divide by 10 per
 # stage down to the user's final lambda.
 _LAMBDA_START = 1000.0
@@ -79,6 +87,13 @@ class SolverResult:
     converged: bool
     message: str
     max_abs_grad: float = float("nan")
+    #: Exact objective at ``params`` when the state rounds ended because a
+    #: round from there found no decrease (None otherwise): a warm refit that
+    #: starts at the same value does not repeat that round (:func:`state_rounds`).
+    stalled_at: float | None = None
+    #: Which shared iteration budget ran out, naming the setting that spent
+    #: it ("" when none did): the fit then warns (:func:`warn_if_not_converged`).
+    budget: str = ""
 
 
 def sphere_scaling(objective):
@@ -264,7 +279,10 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
         ``converged`` is True only when the gradient test at ``tol`` holds
         (to within a factor of 10 where scipy stopped on round-off).
     """
-    options = {"maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": 50}
+    options = {
+        "maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": _MAX_LINE_SEARCH,
+        "maxfun": _EVALS_PER_ITERATION * max_iter + _MAX_LINE_SEARCH,
+    }  # fmt: skip
     log = iteration_log(verbose)
     if scale is not None:
         result, max_abs_grad = _scaled_lbfgs(
@@ -303,6 +321,8 @@ def fit_continuation(
     warm=False,
     verbose=0,
     sphere=False,
+    stalled_at=None,
+    spent=0,
 ):
     """Solve the sequence of smooth problems an objective needs.
 
@@ -311,6 +331,16 @@ def fit_continuation(
     with one (SV-Softmax), run state rounds at the final ``lambda`` from that
     solution (:func:`state_rounds`). A warm fit skips the plain solve: its
     rounds start from ``x0``, the previous model, which they can only improve.
+
+    The work is bounded by three budgets of ``max_iter`` L-BFGS iterations
+    each, whatever the number of runs: the final ``lambda``'s run has its
+    own; the runs that only prepare it (the stages before the final
+    ``lambda``, after the ``spent`` iterations of a softmax start) share one,
+    the later stages being skipped once it is spent; the state rounds share
+    one. A fit thus runs at most ``3 * max_iter`` iterations (it was
+    ``max_iter`` per stage and per round, up to 15 times as many: seconds on
+    a tiny problem at an extreme setting). A budget that runs out is named
+    in the result (``budget``), and the estimator warns.
 
     Parameters
     ----------
@@ -322,7 +352,8 @@ def fit_continuation(
     lambdas : sequence of float
         Softening schedule, the last value is the problem the user asked for.
     max_iter : int
-        Iteration budget of each run.
+        Iteration budget of the final run, and of the preparing stages and of
+        the state rounds, each group together (see above).
     tol : float
         Gradient tolerance of the final run; earlier runs only set up the next
         warm start and stop at ``max(tol, 1e-4)``.
@@ -334,6 +365,12 @@ def fit_continuation(
     sphere : bool, default=False
         Run losses with normalised prototypes sphere-scaled
         (:func:`sphere_scaling`); other losses run plain either way.
+    stalled_at : float, default=None
+        The previous fit's ``SolverResult.stalled_at`` (warm fits of a
+        stateful margin; see :func:`state_rounds`).
+    spent : int, default=0
+        Iterations a start already took from the preparing budget (the
+        softmax start of L-Softmax).
 
     Returns
     -------
@@ -347,14 +384,23 @@ def fit_continuation(
     )
     n_iter = 0
     result = None
+    budget = ""
     scale = sphere_scaling(objective) if sphere else None
     if not (stateful and warm):
+        # The preparing stages' shared budget (after a softmax start's share).
+        left = max_iter - spent
         for stage, lam in enumerate(lambdas):
+            final = stage == len(lambdas) - 1
+            if not final and left <= 0:  # spent: on to the final lambda
+                budget = budget or _schedule_spent(
+                    objective.margin, lambdas, lam, max_iter
+                )
+                continue
             result = lbfgs(
                 partial(plain.loss_gradient, lam=lam),
                 params,
-                max_iter=max_iter,
-                tol=tol if stage == len(lambdas) - 1 else max(tol, 1e-4),
+                max_iter=max_iter if final else left,
+                tol=tol if final else max(tol, 1e-4),
                 stationarity=plain.stationarity,
                 verbose=verbose,
                 scale=scale,
@@ -362,17 +408,42 @@ def fit_continuation(
             params = result.params
             n_iter += result.n_iter
             _report(verbose, lam, "plain", result)
+            if not final:
+                left -= result.n_iter
+                if left <= 0 and not result.converged:
+                    budget = _schedule_spent(objective.margin, lambdas, None, max_iter)
     if stateful:
         # Stateful margins run plain (sphere_scaling returns None for them).
         params, rounds_result = state_rounds(
-            objective, params, max_iter, tol, max_state_rounds, verbose, lam=lambdas[-1]
-        )
+            objective, params, max_iter, tol, max_state_rounds, verbose,
+            lam=lambdas[-1], stalled_at=stalled_at if warm else None,
+        )  # fmt: skip
         n_iter += rounds_result.n_iter
-        result = rounds_result
+        result = replace(rounds_result, budget=rounds_result.budget or budget)
+    else:
+        result = replace(result, budget=budget)
     return replace(result, params=params, n_iter=n_iter)
 
 
-def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0):
+def _schedule_spent(margin, lambdas, lam, max_iter):
+    """Return the warning's sentence for a lambda schedule that spent its budget.
+
+    ``lam``: the first stage skipped (None: the last one ran out).
+    """
+    where = "in its last stage" if lam is None else f"before lambda={lam:g}"
+    return (
+        f"The lambda schedule of loss={margin.name!r} (stages "
+        f"{', '.join(f'{value:g}' for value in lambdas[:-1])} before "
+        f"lambda_min={lambdas[-1]:g}, after the softmax start where the loss "
+        f"has one) spent its shared budget of max_iter={max_iter} iterations "
+        f"{where}: the final stage started from there. "
+    )
+
+
+def state_rounds(
+    objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=0.0,
+    stalled_at=None,
+):  # fmt: skip
     """Run the rounds of a stateful margin, never ending above the start.
 
     Round ``r`` solves the smooth problem with the state fixed at the state of
@@ -382,10 +453,18 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
     point (state recomputed) may still be higher, where a state entry flipped.
     So each round is judged on the exact objective and kept only if it lowers
     it (where the full step does not, the fractions 1/2, 1/4, 1/8 of it are
-    tried); rounds stop when one does not, when the state no longer changes, or
-    after ``max_rounds``. The result is the best point seen, the start
-    included: a fit (or a warm refit) never returns a model worse, on its own
-    objective, than the one it started from.
+    tried); rounds stop when one does not, when the state no longer changes,
+    after ``max_rounds``, or when they have spent ``max_iter`` iterations
+    together (the result's ``budget`` then says so). The result is the best
+    point seen, the start included: a fit (or a warm refit) never returns a
+    model worse, on its own objective, than the one it started from.
+
+    Where the rounds end on a round that found no decrease, the result's
+    ``stalled_at`` is the exact objective at the point returned. A warm
+    refit passes it back: a start at that very value (the same point of the
+    same problem: the previous call's solution on the same data) would run
+    the same rejected round again, so it is returned as it is, in no
+    iteration.
 
     Returns
     -------
@@ -396,12 +475,25 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
         (True when none was accepted: the start is then the best point found).
     """
     best_value, state = objective.value_and_state(start, lam=lam)
-    best_params, n_iter, accepted = start, 0, None
+    best_params, n_iter, accepted, stalled = start, 0, None, None
+    if stalled_at is not None and best_value == stalled_at:
+        message = "the previous fit's last state round from here found no decrease"
+        return start, SolverResult(start, 0, True, message, stalled_at=best_value)
+    budget = ""
     for sv_round in range(max_rounds):
+        if n_iter >= max_iter:
+            budget = (
+                f"SV-Softmax's state rounds (t={objective.margin.t:g}) spent "
+                f"their shared budget of max_iter={max_iter} iterations after "
+                f"{sv_round} rounds, before the support-vector state settled: "
+                "the model is the best point found (a t closer to 1, a looser "
+                "tol or a larger max_iter settles it). "
+            )
+            break
         result = lbfgs(
             partial(objective.loss_gradient, lam=lam, state=state),
             best_params,
-            max_iter=max_iter,
+            max_iter=max_iter - n_iter,
             tol=tol,
             stationarity=objective.stationarity,
             verbose=verbose,
@@ -416,6 +508,7 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
             if value < best_value - 1e-12 * abs(best_value):
                 break
         else:
+            stalled = best_value
             break
         best_value, best_params, accepted = value, candidate, result
         if _same_state(new_state, state):
@@ -430,7 +523,10 @@ def state_rounds(objective, start, max_iter, tol, max_rounds, verbose=0, *, lam=
             True,
             "no state round lowered the exact objective; kept the start",
         )
-    return best_params, replace(accepted, params=best_params, n_iter=n_iter)
+    result = replace(
+        accepted, params=best_params, n_iter=n_iter, stalled_at=stalled, budget=budget
+    )
+    return best_params, result
 
 
 def _same_state(a, b):
@@ -448,13 +544,31 @@ def _report(verbose, lam, stage, result):
 
 
 def warn_if_not_converged(result, max_iter, tol, estimator_name, hint=""):
-    """Emit a ConvergenceWarning naming ``max_iter`` and ``tol`` if needed."""
+    """Emit a ConvergenceWarning naming ``max_iter`` and ``tol`` if needed.
+
+    Also where the last run converged but a shared budget ran out on the way
+    (``result.budget``, which names the setting that spent it).
+    """
+    if result.converged and result.budget:
+        warnings.warn(
+            f"{estimator_name} stopped short: {result.budget}{hint or ''}"
+            f"({result.n_iter} iterations in total, max_iter={max_iter}, tol={tol}.)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     if not result.converged:
+        if "EVALUATIONS" in str(result.message):
+            hint = (
+                f"Its line searches kept failing: a run may evaluate the "
+                f"objective {_EVALS_PER_ITERATION} times per iteration of its "
+                f"budget plus {_MAX_LINE_SEARCH}. " + (hint or "")
+            )
         warnings.warn(
             f"{estimator_name} did not converge: L-BFGS stopped with "
             f"'{result.message}' after {result.n_iter} iterations in total, "
             f"largest gradient entry {result.max_abs_grad:.3g} "
-            f"(max_iter={max_iter} per run, tol={tol}). {hint or ''}Increase "
+            f"(max_iter={max_iter}, tol={tol}). {result.budget}"
+            f"{hint or ''}Increase "
             "max_iter, loosen tol, or scale the data (e.g. StandardScaler).",
             ConvergenceWarning,
             stacklevel=3,

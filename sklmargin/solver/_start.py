@@ -162,8 +162,14 @@ def warm_start_params(estimator, objective):
     """Return the previous fit's parameters if they fit this problem, else None.
 
     They fit when the margin's name, the number of prototype coordinates and
-    the lift agree. Fitted attributes store the training parametrisation, so
-    nothing is rescaled.
+    the lift agree. Fitted attributes store the training parametrisation.
+    Losses that see only the prototypes' directions store them on the unit
+    sphere; where the previous fit solved the same problem (its ``m_`` and
+    ``s_`` are this objective's) they are put back at the norms the solver
+    ended with (``_prototype_norms``): the gradient, which scales with
+    ``1 / |v_j|``, is then the one the previous fit's stopping test passed,
+    and a refit of a converged model has nothing left to do. Across a change
+    of ``m`` or ``s`` (a CV path) they start on the sphere.
     """
     if not (estimator.warm_start and hasattr(estimator, "coef_")):
         return None
@@ -184,4 +190,13 @@ def warm_start_params(estimator, objective):
         coef[:, -1] = to_numpy(estimator.constant_coef_)
     if intercept is not None:
         intercept[:] = to_numpy(estimator.intercept_)
+    norms = getattr(estimator, "_prototype_norms", None)
+    if (
+        norms is not None
+        and objective.margin.normalizes_W
+        and norms.shape == (n_classes,)
+        and estimator.s_ == objective.s
+        and estimator.m_ == objective.m
+    ):
+        coef *= norms[:, None]
     return params
