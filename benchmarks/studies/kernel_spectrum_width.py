@@ -53,6 +53,7 @@ from kernel_targets import DATASETS, split_of  # noqa: E402
 from sklmargin import KernelMarginSoftmaxClassifier, NystroemFeatures  # noqa: E402
 from sklmargin.estimators._kernel import resolve_n_components  # noqa: E402
 from sklmargin.features._input_transform import apply_input_transform  # noqa: E402
+from sklmargin.features._kernel_features import KernelFeatures  # noqa: E402
 
 
 class _CutNystroem(NystroemFeatures):
@@ -75,13 +76,22 @@ class _Variant(KernelMarginSoftmaxClassifier):
     factor = 1
     cut = 0.0
 
-    def _width(self, n_samples):
+    def _kernel_features(self):
+        features = super()._kernel_features()
+        features.__class__ = _VariantFeatures
+        features.factor, features.cut = self.factor, self.cut
+        return features
+
+
+class _VariantFeatures(KernelFeatures):
+    """The estimator's feature pipeline with ``factor x`` its width and a cut."""
+
+    def width(self, n_samples):
         return self.factor * resolve_n_components(self.n_components, n_samples)
 
-    def _new_feature_map(self, n_components, gamma):
+    def new_map(self, width, gamma):
         # the estimator's own Nyström map, with the cut
-        default = super()._new_feature_map(n_components, gamma)
-        feature_map = _CutNystroem(**default.get_params())
+        feature_map = _CutNystroem(**super().new_map(width, gamma).get_params())
         feature_map.cut = self.cut
         return feature_map
 

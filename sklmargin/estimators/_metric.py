@@ -338,7 +338,9 @@ def learn_input_transform(estimator, keys, take, dtype):
     pilot = clone(estimator).set_params(
         metric=None,
         gamma="scale",
-        n_components=min(estimator._width(len(keys)), PILOT_COMPONENTS),
+        n_components=min(
+            estimator._kernel_features().width(len(keys)), PILOT_COMPONENTS
+        ),
         tol=estimator.tol * PILOT_TOL_FACTOR,
         class_weight=None,
         warm_start=False,
