@@ -24,6 +24,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
 )
+from sklmargin.estimators._base import fit_path
 from sklmargin.model_selection._calibration import (
     T_MAX,
     T_MIN,
@@ -602,7 +603,9 @@ def test_a_folds_premapped_rows_serve_every_grid_point_unchanged(iris, loss):
     )
     feature_map, train, _ = base._fold_features(X, None, X[:5])
     before = train.copy()
-    model = clone(base)._fit(X, y, premapped=(feature_map, train), check_scale=False)
+    model = clone(base)
+    for _ in fit_path(model, X, y, mapped=(feature_map, train), warn_scale=False):
+        pass
     np.testing.assert_array_equal(train, before)
     assert model.feature_map_ is feature_map and model.input_transform_ is None
     assert not {"_premapped", "_no_scale_check"} & set(vars(model))

@@ -437,16 +437,16 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             relevance = np.diag(metric).copy()
         self.feature_relevance_ = relevance / np.max(relevance)
 
-    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
-        if premapped is not None:  # a CV fold's map and rows, used as they are
-            self.feature_map_, features = premapped
+    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, mapped=None):
+        if mapped is not None:  # a CV fold's map and rows, used as they are
+            self.feature_map_, features = mapped
         else:
             kernel = self._kernel_features()
             features = kernel.fit_transform(X, sample_weight, xp)
             self.feature_map_ = kernel.map_
         # Read off the map the model keeps (as the Dask fit does): a CV fold's
         # map is made by another estimator (_fold_features) and its path
-        # models, fitted on the premapped rows, need the width too.
+        # models, fitted on the mapped rows, need the width too.
         self.n_components_ = int(self.feature_map_.n_components)
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features

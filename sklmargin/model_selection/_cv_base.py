@@ -43,7 +43,7 @@ from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import check_weights, encode_labels
-from ..estimators._base import validate_training_data
+from ..estimators._base import fit_path, validate_training_data
 from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature
@@ -471,15 +471,17 @@ class _BaseMarginSoftmaxCV(
         map does not share: the kernel search refits cold (``steps`` empty).
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
-        points, path_rows = steps or (None,), {}
-        for i, value in enumerate(points):  # the last step is the chosen point
-            last = i == len(points) - 1
-            if value is not None:
-                estimator.set_params(**{path_name: value})
+        values = steps or (None,)  # the last step is the chosen point
+        path = [
             # The steps before the chosen point only carry the warm start.
-            estimator.set_params(tol=start.tol if last else self._path_tol(start.tol))
-            # The FeatureScaleWarning once, at the chosen point, not per step.
-            estimator._fit(X, y, sample_weight, check_scale=last, path_rows=path_rows)
+            {
+                **({} if value is None else {path_name: value}),
+                "tol": start.tol if i == len(values) - 1 else self._path_tol(start.tol),
+            }
+            for i, value in enumerate(values)
+        ]
+        for _ in fit_path(estimator, X, y, sample_weight, path):
+            pass
         return estimator.set_params(warm_start=False)
 
     # -- prediction (the public methods: MarginPredictMixin) ------------------
