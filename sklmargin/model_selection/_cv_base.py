@@ -284,6 +284,29 @@ class _BaseMarginSoftmaxCV(
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
+        data = (X, y, y_encoded, sample_weight)
+        grid_points, points = self._search(data, folds, scored, heads, axes, namespace)
+        best, head, best_per_fold = self._select(
+            grid_points, points, scored, heads, margins, axes
+        )
+        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        self.temperature_ = 1.0
+        if self.calibrate:
+            self.temperature_ = fit_temperature(
+                np.concatenate([point.logits for point in chosen]),
+                np.concatenate([y_encoded[test] for _, test in folds]),
+                None
+                if sample_weight is None
+                else np.concatenate([sample_weight[test] for _, test in folds]),
+            )
+        if self.refit:
+            self._finish_refit(best, head, data, namespace)
+        else:
+            self._finish_folds([grid_points[b] for b in best_per_fold], chosen, head)
+        return self
+
+    def _search(self, data, folds, scored, heads, axes, namespace):
+        """Fit every fold's paths; store the scores: ``(grid_points, points)``."""
         base = self._base_estimator()
         # With refit the folds only select, and may stop at a looser tolerance
         # (_path_tol); refit=False predicts with the fold models: full tol.
@@ -291,7 +314,7 @@ class _BaseMarginSoftmaxCV(
             clone(base).set_params(tol=self._path_tol(base.tol))
             if self.refit
             else base,
-            (X, y, y_encoded, sample_weight), folds, scored, heads, axes,
+            data, folds, scored, heads, axes,
         )  # fmt: skip
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
@@ -307,69 +330,71 @@ class _BaseMarginSoftmaxCV(
             else on_device(n_iter, namespace)
         )
         self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
+        return grid_points, points
 
+    def _select(self, grid_points, points, scored, heads, margins, axes):
+        """Choose the best mean point: ``(point, its head, each fold's best)``.
+
+        With ``refit`` every fold keeps the best mean point; without, each
+        fold its own best (a fold without a score: the best mean point).
+        """
+        scores = np.array([[p.score for p in fold] for fold in points], float)
         best_mean = first_best(scores[scored].mean(axis=0))
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
         index = heads.index(head) if len(heads) > 1 else 0
-        self._warn_edges(name, best, head, axes, margins[index])
+        self._warn_edges(type(self).__name__, best, head, axes, margins[index])
+        self.best_index_ = best_mean if self.refit else None
         if self.refit:
-            self.best_index_ = best_mean
-            best_per_fold = [self.best_index_] * len(folds)
-        else:
-            self.best_index_ = None
-            # A fold without a score keeps its model at the best mean point.
-            best_per_fold = [
+            return best, head, [best_mean] * len(points)
+        return (
+            best,
+            head,
+            [
                 first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
-            ]
-        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
-        if self.calibrate:
-            self.temperature_ = fit_temperature(
-                np.concatenate([point.logits for point in chosen]),
-                np.concatenate([y_encoded[test] for _, test in folds]),
-                None
-                if sample_weight is None
-                else np.concatenate([sample_weight[test] for _, test in folds]),
-            )
-        else:
-            self.temperature_ = 1.0
+            ],
+        )
 
-        if self.refit:
-            point = searched(best)
-            params, X_refit, transform = self._refit_rows(
-                point, X, y_encoded, sample_weight, namespace
+    def _finish_refit(self, best, head, data, namespace):
+        """Refit on all the rows at the chosen point (``refit=True``)."""
+        X, y, y_encoded, sample_weight = data
+        point = searched(best)
+        params, X_refit, transform = self._refit_rows(
+            point, X, y_encoded, sample_weight, namespace
+        )
+        self._set_chosen({**point, **params}, head.path_name)
+        # The linear refit walks the same warm-started path on all the
+        # data, so the final model is the kind of model the folds scored
+        # (see _refit); the kernel refit is a cold fit at the chosen point.
+        values = head.path_values
+        steps = values[: values.index(point[head.path_name]) + 1]
+        self.estimator_ = self._refit(
+            clone(self._base_estimator()).set_params(**params),
+            X_refit, y, sample_weight,
+            head.path_name, steps if self._warm_refit else (),
+        )  # fmt: skip
+        self.estimators_ = None
+        if transform is not None:
+            self._attach_metric(
+                self.estimator_, point.get("metric"), transform, namespace
             )
-            self._set_chosen({**point, **params}, head.path_name)
-            # The linear refit walks the same warm-started path on all the
-            # data, so the final model is the kind of model the folds scored
-            # (see _refit); the kernel refit is a cold fit at the chosen point.
-            values = head.path_values
-            steps = values[: values.index(point[head.path_name]) + 1]
-            self.estimator_ = self._refit(
-                clone(base).set_params(**params), X_refit, y, sample_weight,
-                head.path_name, steps if self._warm_refit else (),
-            )  # fmt: skip
-            self.estimators_ = None
-            if transform is not None:
-                self._attach_metric(
-                    self.estimator_, point.get("metric"), transform, namespace
-                )
-        else:
-            chosen_points = [searched(grid_points[b]) for b in best_per_fold]
-            keys = dict.fromkeys(k for p in chosen_points for k in p)
-            averaged = {}
-            for key in keys:  # each key is in at least one chosen point
-                values = [p[key] for p in chosen_points if key in p]
-                same = len(values) == len(chosen_points)
-                numeric = all(isinstance(v, float) for v in values)
-                mean = same and numeric
-                averaged[key] = float(np.mean(values)) if mean else values[0]
-            self._set_chosen(averaged, head.path_name)
-            self.estimator_ = None
-            self.estimators_ = [point.model for point in chosen]
-            self._fold_models_chosen()
-        return self
+
+    def _finish_folds(self, best_points, chosen, head):
+        """Keep each fold's best model (``refit=False``); their mean settings."""
+        chosen_points = [searched(point) for point in best_points]
+        keys = dict.fromkeys(k for p in chosen_points for k in p)
+        averaged = {}
+        for key in keys:  # each key is in at least one chosen point
+            values = [p[key] for p in chosen_points if key in p]
+            same = len(values) == len(chosen_points)
+            numeric = all(isinstance(v, float) for v in values)
+            mean = same and numeric
+            averaged[key] = float(np.mean(values)) if mean else values[0]
+        self._set_chosen(averaged, head.path_name)
+        self.estimator_ = None
+        self.estimators_ = [point.model for point in chosen]
+        self._fold_models_chosen()
 
     def _shape_axes(self, axes):
         """Return the outer axes that ``scores_`` has (all of them here)."""
