@@ -53,7 +53,6 @@ from kernel_targets import DATASETS, split_of  # noqa: E402
 from sklmargin import KernelMarginSoftmaxClassifier, NystroemFeatures  # noqa: E402
 from sklmargin.estimators._kernel import resolve_n_components  # noqa: E402
 from sklmargin.features._input_transform import apply_input_transform  # noqa: E402
-from sklmargin.features._kernel_features import KernelFeatures  # noqa: E402
 
 
 class _CutNystroem(NystroemFeatures):
@@ -77,23 +76,20 @@ class _Variant(KernelMarginSoftmaxClassifier):
     cut = 0.0
 
     def _kernel_features(self):
+        # the estimator's own pipeline, with factor x its width and the cut
         features = super()._kernel_features()
-        features.__class__ = _VariantFeatures
-        features.factor, features.cut = self.factor, self.cut
+        new_map = features.new_map
+
+        def width(n_samples):
+            return self.factor * resolve_n_components(self.n_components, n_samples)
+
+        def cut_map(width, gamma):
+            feature_map = _CutNystroem(**new_map(width, gamma).get_params())
+            feature_map.cut = self.cut
+            return feature_map
+
+        features.width, features.new_map = width, cut_map
         return features
-
-
-class _VariantFeatures(KernelFeatures):
-    """The estimator's feature pipeline with ``factor x`` its width and a cut."""
-
-    def width(self, n_samples):
-        return self.factor * resolve_n_components(self.n_components, n_samples)
-
-    def new_map(self, width, gamma):
-        # the estimator's own Nyström map, with the cut
-        feature_map = _CutNystroem(**super().new_map(width, gamma).get_params())
-        feature_map.cut = self.cut
-        return feature_map
 
 
 def variant(name):

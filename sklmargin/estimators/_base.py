@@ -46,6 +46,7 @@ from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
+    accepted_rows,
     check_feature_scales,
     check_logit_range,
     check_sample_and_class_weight,
@@ -68,7 +69,7 @@ from ..solver._start import (
     weighted_class_sums,
 )
 from ._device import move_fitted_to_device
-from ._predict import MarginPredictMixin, accepted_rows
+from ._predict import MarginPredictMixin
 
 
 def validate_training_data(estimator, X, y, sample_weight, xp):
