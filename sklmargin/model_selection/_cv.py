@@ -18,10 +18,9 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from .._utils.array_api import input_namespace
-from .._utils.compat import StrOptions
+from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
