@@ -48,6 +48,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from sklmargin.estimators._base import fit_path
 
 DATASETS = ("satimage", "usps", "letter")
 MODELS = ("linear", "kernel", "lr", "svc", "linearsvc")
@@ -75,10 +76,11 @@ def timed_fit(model, X, y, premapped=None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cpu, wall = time.process_time(), time.perf_counter()
-        # premapped: a map fitted elsewhere and its rows (the private
-        # argument the CV estimators' fold fits use).
-        if hasattr(model, "_fit"):  # a sklmargin estimator
-            model._fit(X, y, premapped=premapped)
+        # premapped: a map fitted elsewhere and its rows (as the CV
+        # estimators' fold fits take them).
+        if hasattr(model, "_fit_rows"):  # a sklmargin estimator
+            for _ in fit_path(model, X, y, mapped=premapped):
+                pass
         else:  # the scikit-learn peers
             model.fit(X, y)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall

@@ -66,7 +66,6 @@ from sklmargin import (
 )
 from sklmargin.openset._scores import (
     log_max_probability,
-    nearest_centre_log_similarity,
     open_set_temperature,
 )
 
@@ -184,8 +183,8 @@ def default_variants(pipeline, X):
         "kernel default: log max prob at s/T=30": log_max_probability(
             logits, open_set_temperature(clf.s_)
         ),
-        "kernel default: nearest centre only": nearest_centre_log_similarity(
-            clf.feature_map_, rows
+        "kernel default: nearest centre only": (
+            clf.feature_map_.nearest_centre_log_similarity(rows)
         ),
         "kernel default: Nystroem norm log(z.z)": np.log(
             np.maximum(np.einsum("ij,ij->i", mapped, mapped), 1e-300)

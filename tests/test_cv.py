@@ -26,6 +26,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
 )
+from sklmargin.estimators._base import fit_path
 from sklmargin.model_selection._calibration import (
     T_MAX,
     T_MIN,
@@ -261,6 +262,7 @@ def test_a_path_prepares_its_rows_once(iris, make, monkeypatch):
     refits as when every point prepares its own.
     """
     from sklmargin.estimators import _base
+    from sklmargin.model_selection import _cv_base, _cv_path
 
     X, y = iris
     X = X * np.array([1.0, 2.0, 3.0, 4.0])  # rows of different norms
@@ -274,19 +276,20 @@ def test_a_path_prepares_its_rows_once(iris, make, monkeypatch):
     monkeypatch.setattr(_base, "prepare_rows", counting)
     shared = make().fit(X, y)
     n_shared = len(calls)
-    fit = _base.BaseMarginSoftmax._fit
+    path = _base.fit_path
 
-    def each_its_own(self, *args, path_rows=None, **kwargs):
-        return fit(self, *args, **kwargs)
+    def each_its_own(estimator, X, y, sample_weight=None, steps=({},), **kwargs):
+        for step in steps:  # a path of one step per point: rows prepared each time
+            yield from path(estimator, X, y, sample_weight, [step], **kwargs)
 
-    monkeypatch.setattr(_base.BaseMarginSoftmax, "_fit", each_its_own)
+    for module in (_cv_base, _cv_path):
+        monkeypatch.setattr(module, "fit_path", each_its_own)
     calls.clear()
     own = make().fit(X, y)
     n_points = shared.scores_.size
     # One preparation per fold path, one per fold's chosen point fitted on
-    # to tol (where path_tol is looser), two at most for the refit (its first
-    # step, and its chosen point, which also checks the feature scales).
-    assert n_shared <= 3 + 3 + 2 < n_points <= len(calls)
+    # to tol (where path_tol is looser), one for the refit's path.
+    assert n_shared <= 3 + 3 + 1 < n_points <= len(calls)
     np.testing.assert_allclose(shared.scores_, own.scores_, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(shared.n_iter_, own.n_iter_)
     np.testing.assert_allclose(
@@ -667,7 +670,9 @@ def test_a_folds_premapped_rows_serve_every_grid_point_unchanged(iris, loss):
     )
     feature_map, train, _ = base._fold_features(X, None, X[:5])
     before = train.copy()
-    model = clone(base)._fit(X, y, premapped=(feature_map, train), check_scale=False)
+    model = clone(base)
+    for _ in fit_path(model, X, y, mapped=(feature_map, train), warn_scale=False):
+        pass
     np.testing.assert_array_equal(train, before)
     assert model.feature_map_ is feature_map and model.input_transform_ is None
     assert not {"_premapped", "_no_scale_check"} & set(vars(model))

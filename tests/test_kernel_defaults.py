@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 
-import sklmargin.estimators._kernel as kernel_module
+import sklmargin.features._kernel_features as kernel_module
 from sklmargin import KernelMarginSoftmaxClassifier
 from sklmargin.estimators._kernel import auto_n_components
 from sklmargin.features._gamma import scale_gamma
@@ -39,8 +39,8 @@ def _fit(estimator, X, y, **kwargs):
 @pytest.fixture
 def small_law(monkeypatch):
     """``round(2 sqrt(n))`` clipped to [10, 40]: 35 centres for 300 rows."""
-    monkeypatch.setattr(kernel_module, "_AUTO_WIDTH_PER_ROOT", 2.0)
-    monkeypatch.setattr(kernel_module, "_AUTO_WIDTH_RANGE", (10, 40))
+    monkeypatch.setattr(kernel_module, "AUTO_WIDTH_PER_ROOT", 2.0)
+    monkeypatch.setattr(kernel_module, "AUTO_WIDTH_RANGE", (10, 40))
 
 
 def test_the_auto_width_law():

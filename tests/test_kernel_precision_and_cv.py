@@ -9,7 +9,7 @@ from sklmargin import (
     KernelMarginSoftmaxClassifierCV,
     NystroemFeatures,
 )
-from sklmargin.estimators._kernel import _FLOAT32_ENTRIES
+from sklmargin.features._kernel_features import FLOAT32_ENTRIES
 from sklmargin.losses._registry import get_margin
 from sklmargin.objective._linear import LinearMarginObjective
 from sklmargin.objective._rows import prepare_rows
@@ -44,7 +44,7 @@ def test_auto_precision_follows_the_size_and_returns_the_input_dtype(
     assert small.compute_dtype_ == np.dtype(input_dtype).name
     # Lower the threshold below this fit's n * M: the same data compute in float32.
     monkeypatch.setattr(
-        "sklmargin.estimators._kernel._FLOAT32_ENTRIES", X.shape[0] * 50
+        "sklmargin.features._kernel_features.FLOAT32_ENTRIES", X.shape[0] * 50
     )
     large = KernelMarginSoftmaxClassifier(**params).fit(X, y)
     assert large.compute_dtype_ == "float32"
@@ -58,7 +58,7 @@ def test_auto_precision_follows_the_size_and_returns_the_input_dtype(
 
 
 def test_threshold_is_a_million_mapped_entries():
-    assert _FLOAT32_ENTRIES == 2**20
+    assert FLOAT32_ENTRIES == 2**20
 
 
 @pytest.mark.parametrize("compute_dtype", ["float32", "float64"])

@@ -47,6 +47,7 @@ from _common import add_data_argument, pinned_blas, study_cells  # noqa: E402
 from kernel_targets import DATASETS, split_of  # noqa: E402
 
 from sklmargin import KernelMarginSoftmaxClassifier  # noqa: E402
+from sklmargin.features._kernel_features import KernelFeatures  # noqa: E402
 
 
 def sqrt_law(per_root, low, high):
@@ -78,10 +79,20 @@ class _Multiple(KernelMarginSoftmaxClassifier):
 
     factor = 2.0
 
-    def _map_gamma(self, scale):
-        if self.gamma == "auto" and self.metric is not None:
+    def _kernel_features(self):
+        features = super()._kernel_features()
+        features.__class__ = _MultipleFeatures
+        features.factor = self.factor
+        return features
+
+
+class _MultipleFeatures(KernelFeatures):
+    """The estimator's feature pipeline with another multiple for "auto"."""
+
+    def map_gamma(self, scale):
+        if self.gamma == "auto" and self.metric:
             return self.factor * scale()
-        return super()._map_gamma(scale)
+        return super().map_gamma(scale)
 
 
 def _synthetic(seed, n_train=20000, n_test=10000, **params):

@@ -34,6 +34,7 @@ from _common import add_data_argument, load_split, machine, now, pinned_blas, ve
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import KernelMarginSoftmaxClassifier
+from sklmargin.estimators._base import fit_path
 
 DATASETS = "segment,dna,satimage,pendigits,usps,letter,vowel"
 
@@ -72,15 +73,20 @@ def subsample_study(name, X_train, y_train, X_test, y_test):
         first = 0
         if fraction < 1.0:
             rows = order[: int(fraction * len(y_train))]
-            clf._fit(
+            for _ in fit_path(
+                clf,
                 X_train[rows],
                 y_train[rows],
-                premapped=(feature_map, mapped[rows]),
-                check_scale=False,
-            )
+                mapped=(feature_map, mapped[rows]),
+                warn_scale=False,
+            ):
+                pass
             first = int(clf.n_iter_)
             clf.set_params(warm_start=True)
-        clf._fit(X_train, y_train, premapped=(feature_map, mapped), check_scale=False)
+        for _ in fit_path(
+            clf, X_train, y_train, mapped=(feature_map, mapped), warn_scale=False
+        ):
+            pass
         cpu = time.process_time() - start
         yield {
             "dataset": name,

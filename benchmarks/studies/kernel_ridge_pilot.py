@@ -90,7 +90,9 @@ def ridge_pilot_transform(estimator, keys, take, dtype, ridge):
     # fits it and the attributes the AGOP reads (its coefficients are replaced).
     pilot = clone(estimator).set_params(
         loss="softmax", s=None, C=1.0, metric=None,
-        n_components=min(estimator._width(len(keys)), m.PILOT_COMPONENTS),
+        n_components=min(
+            estimator._kernel_features().width(len(keys)), m.PILOT_COMPONENTS
+        ),
         max_iter=1, class_weight=None, warm_start=False,
         compute_dtype=np.dtype(dtype).name, random_state=seed, verbose=0,
     )  # fmt: skip

@@ -75,15 +75,21 @@ class _Variant(KernelMarginSoftmaxClassifier):
     factor = 1
     cut = 0.0
 
-    def _width(self, n_samples):
-        return self.factor * resolve_n_components(self.n_components, n_samples)
+    def _kernel_features(self):
+        # the estimator's own pipeline, with factor x its width and the cut
+        features = super()._kernel_features()
+        new_map = features.new_map
 
-    def _new_feature_map(self, n_components, gamma):
-        # the estimator's own Nyström map, with the cut
-        default = super()._new_feature_map(n_components, gamma)
-        feature_map = _CutNystroem(**default.get_params())
-        feature_map.cut = self.cut
-        return feature_map
+        def width(n_samples):
+            return self.factor * resolve_n_components(self.n_components, n_samples)
+
+        def cut_map(width, gamma):
+            feature_map = _CutNystroem(**new_map(width, gamma).get_params())
+            feature_map.cut = self.cut
+            return feature_map
+
+        features.width, features.new_map = width, cut_map
+        return features
 
 
 def variant(name):

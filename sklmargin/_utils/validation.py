@@ -16,6 +16,13 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
 
+def accepted_rows(xp):
+    """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
+    if xp is None:
+        return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
+    return {"dtype": [xp.float64, xp.float32]}
+
+
 def check_two_classes(classes, who="This classifier"):
     """Raise a ValueError naming the class when the labels hold fewer than two.
 

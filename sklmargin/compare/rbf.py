@@ -30,11 +30,8 @@ from sklearn.pipeline import Pipeline
 
 from .. import KernelMarginSoftmaxClassifier
 from .._utils.validation import encode_labels
-from ..estimators._kernel import _AUTO_GAMMA_FACTOR, _AUTO_WIDTH_RANGE
 from ..features._gamma import scale_gamma
-
-#: The estimator's gamma="auto" with a learned metric: this multiple of "scale".
-AUTO_GAMMA_FACTOR = _AUTO_GAMMA_FACTOR
+from ..features._kernel_features import AUTO_GAMMA_FACTOR, AUTO_WIDTH_RANGE
 
 #: Grid key of an RBF width given as a multiple of the "scale" value
 #: ``1 / (n_features * Var(X))`` of the rows the kernel sees.
@@ -57,7 +54,7 @@ def auto_width_range() -> tuple[int, int]:
     The estimator's own bounds (``auto_n_components`` clips to them), so
     the help text cannot drift from its law.
     """
-    return _AUTO_WIDTH_RANGE
+    return AUTO_WIDTH_RANGE
 
 
 def classifier_in(model: BaseEstimator, classifier_path: str) -> BaseEstimator:

@@ -46,6 +46,7 @@ from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
+    accepted_rows,
     check_feature_scales,
     check_logit_range,
     check_sample_and_class_weight,
@@ -68,7 +69,7 @@ from ..solver._start import (
     weighted_class_sums,
 )
 from ._device import move_fitted_to_device
-from ._predict import MarginPredictMixin, accepted_rows
+from ._predict import MarginPredictMixin
 from ._scale import resolve_scale
 
 
@@ -88,6 +89,65 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     y = column_or_1d(y, warn=True)
     check_consistent_length(X, y)
     return X, y, sample_weight
+
+
+def fit_path(
+    estimator, X, y, sample_weight=None, steps=({},), *, mapped=None,
+    warn_scale=True,
+):  # fmt: skip
+    """Fit ``estimator`` at each of ``steps`` in turn; yield it after each fit.
+
+    The explicit path, as scikit-learn's ``_logistic_regression_path``: the
+    rows are validated, transformed, mapped, lifted and normalised once, and
+    every step (a dict of parameters set before its fit: the path's ``s`` or
+    ``C``, and ``tol``) is fitted on them, from the previous solution when
+    ``warm_start`` is set. A loss whose start reads the mapped rows before
+    normalisation (L-Softmax) prepares them at every step.
+
+    Parameters
+    ----------
+    estimator : BaseMarginSoftmax
+    X, y, sample_weight
+        The training rows, as ``fit`` takes them (in memory).
+    steps : sequence of dict, default=({},)
+        The parameters of each point, in order; one empty step is ``fit``.
+    mapped : tuple, default=None
+        A CV fold's ``(feature_map, mapped rows of X)``
+        (:meth:`BaseMarginSoftmax._fold_features`): used as they are, with
+        no input transform of their own.
+    warn_scale : bool, default=True
+        Whether to warn about the feature scales (FeatureScaleWarning); a
+        search warns once, at its refit, not per fold and grid point.
+
+    Yields
+    ------
+    estimator
+        Fitted at the step just taken.
+    """
+    xp, device = input_namespace(X) or (None, None)
+    kept = []
+
+    def training_rows(margin):
+        keep_features = margin.start == "softmax-solution"
+        if not kept or keep_features:
+            kept[:] = [
+                estimator._training_rows(
+                    X,
+                    y,
+                    sample_weight,
+                    xp,
+                    device,
+                    margin,
+                    mapped,
+                    warn_scale,
+                    keep_features,
+                )  # fmt: skip
+            ]
+        return kept[0]
+
+    for step in steps:
+        estimator.set_params(**step)
+        yield estimator._fit_rows(training_rows, xp, device)
 
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
@@ -185,7 +245,7 @@ class BaseMarginSoftmax(
     ):
         """Learn the input transform (if any) and return the transformed ``X``.
 
-        ``learn=False``: a CV fold's premapped rows, mapped without one.
+        ``learn=False``: a CV fold's mapped rows, mapped without one.
         """
         return X
 
@@ -204,10 +264,10 @@ class BaseMarginSoftmax(
             X, getattr(self, "input_transform_", None), xp, device
         )
 
-    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
+    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, mapped=None):
         """Fit the feature map (if any) and return the mapped training rows.
 
-        ``premapped`` is a CV fold's ``(feature_map, mapped rows)``
+        ``mapped`` is a CV fold's ``(feature_map, mapped rows)``
         (:meth:`_fold_features`), used as they are.
         """
         return X
@@ -250,22 +310,7 @@ class BaseMarginSoftmax(
             raise ValueError(f"lambda_min must be finite; got {self.lambda_min!r}.")
         return margin, m, s, float(lambda_min)
 
-    def _check_training_data(self, X, y, sample_weight, xp=None, check_scale=True):
-        """Return validated rows, classes, encoded labels and host weights."""
-        X, y, sample_weight = validate_training_data(self, X, y, sample_weight, xp)
-        classes, y_encoded = encode_labels(y)
-        sample_weight = check_sample_and_class_weight(
-            sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
-        )
-        if check_scale and xp is None:
-            check_feature_scales(
-                X,
-                sample_weight,
-                type(self).__name__,
-                getattr(self, "feature_names_in_", None),
-            )
-        return X, classes, y_encoded, sample_weight
-
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the classifier by L-BFGS.
 
@@ -285,61 +330,25 @@ class BaseMarginSoftmax(
         self : object
             Fitted estimator.
         """
-        return self._fit(X, y, sample_weight)
-
-    @fit_context(prefer_skip_nested_validation=True)
-    def _fit(
-        self, X, y, sample_weight=None, *, premapped=None, check_scale=True,
-        path_rows=None,
-    ):  # fmt: skip
-        """:meth:`fit`, with the CV search's three private arguments.
-
-        ``premapped`` is a CV fold's ``(feature_map, mapped rows)``
-        (:meth:`_fold_features`): the fit uses them as they are, learns no
-        input transform and leaves the rows unchanged for the next grid
-        point. ``check_scale=False`` skips the FeatureScaleWarning (the
-        search warns once, at its final refit, not per fold and grid point).
-        ``path_rows`` is a dict shared by the fits of one warm-started path
-        on the same rows (only ``s``, ``C`` and ``tol`` change between them):
-        the first fit keeps its validated, lifted and normalised rows there
-        and the later ones start from them instead of preparing them again
-        (on large sets row preparation is a large share of a path's fits). A
-        fit that warns about the
-        feature scales, or whose loss starts from the raw rows (L-Softmax),
-        prepares its own.
-        """
         if is_dask(X):  # by passes over its chunks; Dask imported only here
             from ..integrations.dask._estimators import fit_dask
 
             return fit_dask(self, X, y, sample_weight)
-        xp, device = input_namespace(X) or (None, None)  # torch, CuPy, ...
+        for _ in fit_path(self, X, y, sample_weight):
+            pass
+        return self
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def _fit_rows(self, training_rows, xp, device):
+        """Fit on the rows ``training_rows(margin)`` prepares (one point of a path).
+
+        The rows depend on the margin (angles, lift) but not on ``s``, ``C``
+        or ``tol``: :func:`fit_path` prepares them once for a whole path.
+        """
         margin, m, s, lambda_min = self._validate_hyperparameters()
-        # L-Softmax's softmax start works on the raw rows: kept until the start.
-        raw_start = margin.start == "softmax-solution"
-        reuse = path_rows is not None and not check_scale and not raw_start
-        # What the prepared rows depend on besides s, C and tol (the path's
-        # own parameters): the data and the settings that shape the rows.
-        key = (
-            id(X), id(y), id(sample_weight), id(premapped), margin.uses_angle,
-            margin.normalizes_X, self.constant_feature, self.class_weight,
-        )  # fmt: skip
-        raw = []
-        if reuse and path_rows.get("key") == key:
-            classes, y_encoded, sample_weight, rows = path_rows["rows"]
-            self.classes_ = classes  # (_training_rows sets it otherwise)
-        else:
-            classes, y_encoded, sample_weight, rows, features = self._training_rows(
-                X, y, sample_weight, xp, device, margin, premapped, check_scale,
-                keep_features=raw_start,
-            )  # fmt: skip
-            if raw_start:
-                raw.append(features)
-            if reuse:
-                path_rows.update(
-                    key=key, rows=(classes, y_encoded, sample_weight, rows)
-                )
+        classes, y_encoded, sample_weight, rows, features = training_rows(margin)
         self.classes_ = classes
-        if self._resolves_scale(margin, path_rows, premapped):
+        if self._resolves_scale(margin):
             last = getattr(self, "margin_", None)
             if self.warm_start and last is not None and last.name == margin.name:
                 s = self.s_  # a warm start continues at the fitted scale
@@ -366,6 +375,8 @@ class BaseMarginSoftmax(
             )  # fmt: skip
 
         objective = objective_of(rows, margin, m, s)
+        # L-Softmax's start reads the mapped rows before normalisation.
+        raw = [] if features is None else [features]
 
         def softmax_problem():
             # The raw rows are released once the start is built (a warm start
@@ -383,13 +394,13 @@ class BaseMarginSoftmax(
             move_fitted_to_device(self, xp, device)
         return self
 
-    def _resolves_scale(self, margin, path_rows, premapped):
+    def _resolves_scale(self, margin):
         """Whether this fit resolves ``s=None`` from its rows (or reuses ``s_``).
 
         Only for the estimators that opt in (``_scale_from_data``), the losses
-        that normalise the rows and take ``s`` without SV-Softmax rounds, and
-        a plain fit (not a CV path's). A warm start keeps the previous fit's
-        scale (no pilot runs).
+        that normalise the rows and take ``s`` without SV-Softmax rounds. A CV
+        search's path sets ``s`` at every step, so its fits never resolve it.
+        A warm start keeps the previous fit's scale (no pilot runs).
         """
         return bool(
             self._scale_from_data
@@ -397,12 +408,26 @@ class BaseMarginSoftmax(
             and margin.normalizes_X
             and margin.uses_s
             and not margin.stateful
-            and path_rows is None
-            and premapped is None
         )
 
+    def _check_training_data(self, X, y, sample_weight, xp=None, warn_scale=True):
+        """Return validated rows, classes, encoded labels and host weights."""
+        X, y, sample_weight = validate_training_data(self, X, y, sample_weight, xp)
+        classes, y_encoded = encode_labels(y)
+        sample_weight = check_sample_and_class_weight(
+            sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
+        )
+        if warn_scale and xp is None:
+            check_feature_scales(
+                X,
+                sample_weight,
+                type(self).__name__,
+                getattr(self, "feature_names_in_", None),
+            )
+        return X, classes, y_encoded, sample_weight
+
     def _training_rows(
-        self, X, y, sample_weight, xp, device, margin, premapped, check_scale,
+        self, X, y, sample_weight, xp, device, margin, mapped, warn_scale,
         keep_features,
     ):  # fmt: skip
         """Validate, transform, map, lift and normalise the training rows.
@@ -411,15 +436,16 @@ class BaseMarginSoftmax(
         ``rows`` are the :class:`PreparedRows` the objective reads;
         ``features`` the mapped rows before normalisation when
         ``keep_features`` (L-Softmax's softmax start needs them), else None.
+        ``mapped`` and ``warn_scale`` as in :func:`fit_path`.
         """
         X, classes, y_encoded, sample_weight = self._check_training_data(
-            X, y, sample_weight, xp, check_scale
+            X, y, sample_weight, xp, warn_scale
         )
         self.classes_ = classes
         X = self._fit_input_transform(
-            X, y_encoded, sample_weight, xp, device, learn=premapped is None
+            X, y_encoded, sample_weight, xp, device, learn=mapped is None
         )
-        features = self._fit_feature_map(X, sample_weight, xp, device, premapped)
+        features = self._fit_feature_map(X, sample_weight, xp, device, mapped)
         # Row norms once: for the lift's RMS and for the unit rows.
         norms = row_norms(features) if margin.uses_angle else None
         constant = (
@@ -433,7 +459,7 @@ class BaseMarginSoftmax(
             features, normalize=margin.uses_angle, constant=constant, norms=norms,
             # Rows the map made in this call are ours and needed no more: the
             # unit rows overwrite them (a fold's serve every grid point).
-            overwrite=features is not X and premapped is None and not keep_features,
+            overwrite=features is not X and mapped is None and not keep_features,
         )  # fmt: skip
         return (
             classes,

@@ -8,59 +8,28 @@ whose fit and predict cost grows linearly with the number of samples.
 
 from __future__ import annotations
 
-import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
 
 from .._utils.array_api import numpy_dtype, take_rows, to_numpy
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..features._centres import CENTRE_SELECTORS
-from ..features._fourier import RandomFourierFeatures
-from ..features._gamma import scale_gamma
-from ..features._nystroem import NystroemFeatures
+from ..features._kernel_features import (  # noqa: F401 (the width's law, for callers)
+    KernelFeatures,
+    auto_n_components,
+    resolve_n_components,
+)
 from ._base import BaseMarginSoftmax
 
-#: compute_dtype="auto" computes in float32 from this many mapped entries on.
-_FLOAT32_ENTRIES = 2**20
-#: n_components="auto": round(11 sqrt(n)) centres, clipped to [1000, 1500].
-_AUTO_WIDTH_PER_ROOT = 11.0
-_AUTO_WIDTH_RANGE = (1000, 1500)
-#: gamma="auto" after a learned metric: this multiple of "scale".
-_AUTO_GAMMA_FACTOR = 2.0
 #: The parameters the learned input transform and the feature map depend on
 #: besides the rows: a warm refit keeps both while these are unchanged.
 _MAP_PARAMS = (
     "metric", "metric_steps", "gamma", "n_components", "kernel_approximation",
     "centres", "compute_dtype", "random_state",
 )  # fmt: skip
-
-
-def auto_n_components(n_samples):
-    r"""Return the width ``n_components="auto"`` gives ``n_samples`` training rows.
-
-    :math:`M = \min(1500, \max(1000, \operatorname{round}(11 \sqrt{n})))`:
-    1000 up to 8,272 rows, growing as :math:`\sqrt n` (the order of centres
-    that keeps the learning rate of Nyström kernel methods: Rudi, Camoriano
-    and Rosasco, "Less is More: Nyström Computational Regularization",
-    NeurIPS 2015) up to 1500 from 18,583 rows.
-    """
-    low, high = _AUTO_WIDTH_RANGE
-    width = round(_AUTO_WIDTH_PER_ROOT * math.sqrt(int(n_samples)))
-    return int(min(high, max(low, width)))
-
-
-def resolve_n_components(n_components, n_samples):
-    """Return the width an ``n_components`` setting gives ``n_samples`` rows.
-
-    ``"auto"`` is :func:`auto_n_components`; an integer is itself.
-    """
-    if n_components == "auto":
-        return auto_n_components(n_samples)
-    return int(n_components)
 
 
 class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
@@ -397,33 +366,21 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _width(self, n_samples):
-        """Return the map's width for ``n_samples`` rows (``n_components``)."""
-        return resolve_n_components(self.n_components, n_samples)
-
-    def _gamma_is_scale(self):
-        """Whether the map resolves ``gamma="scale"`` itself (see ``gamma``)."""
-        return self.gamma == "scale" or (self.gamma == "auto" and self.metric is None)
-
-    def _map_gamma(self, scale):
-        """Return ``gamma`` as the feature map takes it: "scale" or a float.
-
-        ``scale()`` computes the value of "scale" on the map's rows (in
-        memory, or added over Dask chunks), needed for "auto" only.
-        """
-        if self._gamma_is_scale():
-            return "scale"
-        if self.gamma == "auto":
-            return _AUTO_GAMMA_FACTOR * scale()
-        return float(self.gamma)
-
-    def _resolve_compute_dtype(self, n_samples, input_dtype):
-        """Return the dtype the map and the fit run in (see ``compute_dtype``)."""
-        if self.compute_dtype != "auto":
-            return np.dtype(self.compute_dtype)
-        if n_samples * self._width(n_samples) >= _FLOAT32_ENTRIES:
-            return np.dtype(np.float32)
-        return np.dtype(input_dtype)
+    def _kernel_features(self):
+        """Return the feature pipeline of this model's settings and fitted map."""
+        features = KernelFeatures(
+            gamma=self.gamma,
+            n_components=self.n_components,
+            kernel_approximation=self.kernel_approximation,
+            centres=self.centres,
+            compute_dtype=self.compute_dtype,
+            metric=self.metric is not None,
+            random_state=self.random_state,
+        )
+        if hasattr(self, "feature_map_"):
+            features.map_ = self.feature_map_
+            features.dtype_ = np.dtype(self.compute_dtype_)
+        return features
 
     def _fit_input_transform(
         self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
@@ -481,7 +438,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
 
         transform = None
         if self.metric is not None:
-            dtype = self._resolve_compute_dtype(shape[0], input_dtype)
+            dtype = self._kernel_features().dtype(shape[0], input_dtype)
             transform = learn_input_transform(self, keys, take, dtype)
             if transform is None:  # no step learned anything: the identity
                 d = shape[1]
@@ -504,50 +461,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             relevance = np.diag(metric).copy()
         self.feature_relevance_ = relevance / np.max(relevance)
 
-    def _map_input(self, X, dtype, xp=None):
-        """``X`` as the feature map takes it: ``dtype``, dense for Nyström."""
-        dtype = np.dtype(dtype)
-        if xp is not None:  # no copy when X has the dtype already
-            return xp.astype(X, getattr(xp, dtype.name), copy=False)
-        X = X.astype(dtype, copy=False)
-        if sparse.issparse(X) and self.kernel_approximation == "nystroem":
-            # The Nyström map works on dense rows (centres are rows of X).
-            X = X.toarray()
-        return X
-
-    def _new_feature_map(self, n_components, gamma):
-        """Return an unfitted map of width ``n_components`` and ``gamma`` (resolved)."""
-        if self.kernel_approximation == "nystroem":
-            return NystroemFeatures(
-                n_components=n_components,
-                gamma=gamma,
-                centres=self.centres,
-                random_state=self.random_state,
-            )
-        return RandomFourierFeatures(
-            gamma=gamma,
-            n_components=n_components,
-            orthogonal=self.kernel_approximation == "orf",
-            random_state=self.random_state,
-        )
-
-    def _fitted_map(self, X, sample_weight, xp=None):
-        """Fit a new map on ``X``: ``(map, X as the map takes it)``.
-
-        The maps' ``fit`` and ``transform`` run in ``X``'s namespace (array
-        API rows on their device, :mod:`sklmargin.features`).
-        """
-        n_samples = X.shape[0]
-        dtype = self._resolve_compute_dtype(n_samples, numpy_dtype(X.dtype))
-        X = self._map_input(X, dtype, xp)
-        gamma = self._map_gamma(lambda: scale_gamma(X, sample_weight))
-        feature_map = self._new_feature_map(self._width(n_samples), gamma)
-        return feature_map.fit(X, sample_weight=sample_weight), X
-
     def _map_key(self, X, xp):
         """Return what the fitted transform and map were learned for (warm_start).
 
-        The rows' shape, dtype and namespace, the classes and the map's
+        The rows' shape, dtype and namespace (as the user's fit received them:
+        the learned transform keeps the dtype), the classes and the map's
         parameters (:data:`_MAP_PARAMS`; a random state instance by identity).
         """
         values = (getattr(self, name) for name in _MAP_PARAMS)
@@ -571,31 +489,31 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             and previous == self._map_key(X, xp)
         )
 
-    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, premapped=None):
-        if premapped is not None:  # a CV fold's map and rows, used as they are
-            self.feature_map_, features = premapped
+    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, mapped=None):
+        if mapped is not None:  # a CV fold's map and rows, used as they are
+            self.feature_map_, features = mapped
             self._fitted_map_key = None
         elif self._keeps_fitted_map(X, xp):  # warm_start: the previous map
             features = self._map_features(X, xp, device)
         else:
-            self.feature_map_, X = self._fitted_map(X, sample_weight, xp)
-            features = self.feature_map_.transform(X)
-            self._fitted_map_key = self._map_key(X, xp)
+            # The key of the rows as received (before the compute dtype), as
+            # _fit_input_transform compares it.
+            key = self._map_key(X, xp)
+            kernel = self._kernel_features()
+            features = kernel.fit_transform(X, sample_weight, xp)
+            self.feature_map_ = kernel.map_
+            self._fitted_map_key = key
         # Read off the map the model keeps (as the Dask fit does): a CV fold's
         # map is made by another estimator (_fold_features) and its path
-        # models, fitted on the premapped rows, need the width too.
+        # models, fitted on the mapped rows, need the width too.
         self.n_components_ = int(self.feature_map_.n_components)
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features
 
     def _map_features(self, X, xp=None, device=None):
-        return self.feature_map_.transform(self._map_input(X, self.compute_dtype_, xp))
+        return self._kernel_features().transform(X, xp)
 
     def _fold_features(self, X_train, sample_weight, X_test, xp=None, device=None):
-        feature_map, X_train = self._fitted_map(X_train, sample_weight, xp)
-        X_test = self._map_input(X_test, numpy_dtype(X_train.dtype), xp)
-        return (
-            feature_map,
-            feature_map.transform(X_train),
-            feature_map.transform(X_test),
-        )
+        kernel = self._kernel_features()
+        features = kernel.fit_transform(X_train, sample_weight, xp)
+        return kernel.map_, features, kernel.transform(X_test, xp)

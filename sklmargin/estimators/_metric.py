@@ -15,13 +15,12 @@ eigenvalue of :math:`M`; the diagonal variant keeps only the per-feature
 scales :math:`\sqrt{M_{jj} / \max_k M_{kk}}`). Directions the logits do not
 move along shrink, so the RBF kernel stops spending its width on them.
 
-The gradients are closed form, through the map and the margin-free logits:
+The gradients are closed form, through the map (each map's description
+gives its own: ``head_gradients`` of
+:class:`~sklmargin.features._nystroem.NystroemDescription` and
+:class:`~sklmargin.features._fourier.FourierDescription`) and the margin-free
+logits:
 
-* Nyström, :math:`z(x) = N^\top k_C(x)` with
-  :math:`k_C(x)_i = e^{-\gamma |x - c_i|^2}`:
-  :math:`\partial k_i / \partial x = -2 \gamma k_i (x - c_i)`;
-* random Fourier features: :math:`\partial \cos(\omega^\top x + b) / \partial x
-  = -\sin(\omega^\top x + b)\, \omega` (and :math:`\cos\,\omega` for the sines);
 * logits :math:`f_c = (z A + a)_c / \max(|[z, c_0]|, \epsilon) + b_c` for the
   losses that normalise the rows (the scale and ``1 / |w_c|`` folded into
   ``A``, the lift ``c_0`` into ``a``), :math:`f_c = (z A)_c + b_c` for the
@@ -143,75 +142,23 @@ def _gradient_blocks(model, X):
     1e19, far beyond any standardised data) counts as flat: its gradient is
     0 rather than inf or NaN, and the step stays finite.
     """
-    from ..objective._description import _logit_description, _NystroemDescription
+    from ..objective._description import _logit_description
 
     with np.errstate(all="ignore"):  # (as the blocks, below)
         description = _logit_description(model)
         dtype = X.dtype
-        fmap = description.feature_map
         matrix = description.matrix.astype(dtype)  # (width, K)
-        n_classes = matrix.shape[1]
-        nystroem = isinstance(fmap, _NystroemDescription)
-        if nystroem:
-            # Chain through z = k N: the class directions in kernel coordinates.
-            normalization = fmap.normalization.astype(dtype)
-            centres = fmap.centres.astype(dtype)  # (d, M), offset and sqrt(gamma) in
-            centre_squares = fmap.centre_squares.astype(dtype)
-            directions = normalization @ matrix  # (M, K)
-            width = centres.shape[1]
-        else:
-            weights = np.hstack([fmap.pair_weights, fmap.odd_weights]).astype(dtype)
-            n_pairs = fmap.pair_weights.shape[1]
-            width = weights.shape[1]
-    row_bytes = dtype.itemsize * 3 * n_classes * max(width, X.shape[1])
+        width, block = description.feature_map.head_gradients(matrix, dtype)
+
+    def factors(features):
+        return _feature_gradient_factors(description, features)
+
+    row_bytes = dtype.itemsize * 3 * matrix.shape[1] * max(width, X.shape[1])
     for rows in row_blocks(X, row_bytes):
         # Computed under the error state, yielded outside it: the caller's
         # arithmetic keeps its own.
         with np.errstate(all="ignore"):
-            x = X[rows]
-            if nystroem:
-                scaled = (x - fmap.offset.astype(dtype)) * dtype.type(fmap.root_gamma)
-                squared = (
-                    np.einsum("ij,ij->i", scaled, scaled)[:, None]
-                    + centre_squares
-                    - 2.0 * scaled @ centres
-                )
-                kernel = np.exp(-np.maximum(squared, 0.0))  # (n, M)
-                features = kernel @ normalization
-            else:
-                projection = x @ weights
-                projection[:, n_pairs:] += fmap.odd_offset.astype(dtype)
-                cos, sin = np.cos(projection), np.sin(projection)
-                features = dtype.type(fmap.scale) * np.hstack(
-                    [cos[:, :n_pairs], sin[:, :n_pairs], cos[:, n_pairs:]]
-                )
-            # dlogit_c / dz = alpha_c * A[:, c] + beta_c * z (beta only normalised)
-            alpha, beta = _feature_gradient_factors(description, features)
-            if nystroem:
-                # dlogit_c / dk = alpha_c (N A)_c + beta_c N^T... = per kernel entry
-                chained = alpha[:, :, None] * directions.T[None, :, :]
-                if beta is not None:
-                    back = (features @ normalization.T)[:, None, :]
-                    chained += beta[:, :, None] * back
-                chained *= kernel[:, None, :]  # times k_i: (n, K, M)
-                # dk_i/dx = -2 gamma k_i (x - c_i) = -2 sqrt(gamma) k_i (u - u_i)
-                grad = chained.sum(axis=2)[:, :, None] * scaled[:, None, :]
-                grad -= (chained @ centres.T).reshape(grad.shape)
-                grad *= dtype.type(-2.0 * fmap.root_gamma)
-            else:
-                g = alpha[:, :, None] * matrix.T[None, :, :]  # (n, K, width_out)
-                if beta is not None:
-                    g += beta[:, :, None] * features[:, None, :]
-                g *= dtype.type(fmap.scale)
-                # d cos(p)/dp = -sin(p), d sin(p)/dp = cos(p); p = x w (+ b)
-                dp = np.empty((x.shape[0], n_classes, width), dtype=dtype)
-                dp[:, :, :n_pairs] = (
-                    -sin[:, None, :n_pairs] * g[:, :, :n_pairs]
-                    + cos[:, None, :n_pairs] * g[:, :, n_pairs : 2 * n_pairs]
-                )
-                dp[:, :, n_pairs:] = -sin[:, None, n_pairs:] * g[:, :, 2 * n_pairs :]
-                grad = dp @ weights.T
-            grad = grad.astype(dtype, copy=False)
+            grad = block(X[rows], factors).astype(dtype, copy=False)
             grad[~np.isfinite(grad).all(axis=(1, 2))] = 0.0
         yield grad
 
@@ -338,7 +285,9 @@ def learn_input_transform(estimator, keys, take, dtype):
     pilot = clone(estimator).set_params(
         metric=None,
         gamma="scale",
-        n_components=min(estimator._width(len(keys)), PILOT_COMPONENTS),
+        n_components=min(
+            estimator._kernel_features().width(len(keys)), PILOT_COMPONENTS
+        ),
         tol=estimator.tol * PILOT_TOL_FACTOR,
         class_weight=None,
         warm_start=False,

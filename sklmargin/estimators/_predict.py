@@ -40,16 +40,10 @@ from .._utils.array_api import (
     is_dask,
 )
 from .._utils.threads import blas_limited
+from .._utils.validation import accepted_rows
 from ..objective._cross_entropy import predicted_probabilities
 from ..openset._scores import open_set_score
 from ._device import device_labels, device_probabilities
-
-
-def accepted_rows(xp):
-    """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
-    if xp is None:
-        return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
-    return {"dtype": [xp.float64, xp.float32]}
 
 
 class MarginPredictMixin:

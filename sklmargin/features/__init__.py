@@ -7,7 +7,10 @@ where it pays (``out=`` writes of the transform blocks, in-place clip and
 exponential, einsum row norms). The modules, one concern each:
 
 * ``_nystroem.py``, ``_fourier.py``: the transformers
-  :class:`NystroemFeatures` and :class:`RandomFourierFeatures`;
+  :class:`NystroemFeatures` and :class:`RandomFourierFeatures`, each with its
+  description (``describe()``: forward pass, input gradients);
+* ``_kernel_features.py``: :class:`~._kernel_features.KernelFeatures`, the
+  kernel estimator's pipeline (gamma, width, dtype, map) for one fit;
 * ``_kernel_block.py``: the RBF kernel between two sets of rows (the Nyström
   transform, its centre kernel, the Cholesky selector, the open-set score);
 * ``_gamma.py``: ``gamma="scale"``, one weighted statistic and one round-off
@@ -22,7 +25,8 @@ host weights, moving the fitted arrays, the transform's namespace check) is
 asked of :mod:`sklmargin._utils.array_api`, as the estimators ask it.
 
 The Dask fit (:mod:`sklmargin.integrations.dask._features`) reduces the same
-statistics over the chunks and finishes them with the same functions.
+statistics over the chunks, finishes them with the same functions and hands
+them to ``KernelFeatures.fit_statistics``.
 """
 
 from ._fourier import RandomFourierFeatures

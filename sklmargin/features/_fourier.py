@@ -13,6 +13,7 @@ approximation error at equal width.
 """
 
 import math
+from dataclasses import dataclass
 from functools import cache
 from numbers import Integral, Real
 
@@ -41,7 +42,7 @@ from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
 from ._gamma import scale_gamma
 
-__all__ = ["RandomFourierFeatures"]
+__all__ = ["FourierDescription", "RandomFourierFeatures"]
 
 
 @cache
@@ -112,6 +113,60 @@ def _draw_frequencies(
             blocks.append(q * norms)
             remaining -= width
     return np.hstack(blocks)
+
+
+@dataclass(frozen=True)
+class FourierDescription:
+    """``z(x) = scale * [cos(x W_p), sin(x W_p), cos(x W_o + offset)]``.
+
+    A fitted map's arrays, as a graph (ONNX) or a gradient reads them.
+    """
+
+    pair_weights: np.ndarray  # (n_features, p)
+    odd_weights: np.ndarray  # (n_features, 0 or 1)
+    odd_offset: np.ndarray  # (0 or 1,)
+    scale: float  # sqrt(2 / n_components)
+
+    def forward(self, X):
+        """Return ``z(X)`` of float64 NumPy rows."""
+        pairs = X @ self.pair_weights
+        odd = X @ self.odd_weights + self.odd_offset
+        return self.scale * np.hstack([np.cos(pairs), np.sin(pairs), np.cos(odd)])
+
+    def head_gradients(self, matrix, dtype):
+        r"""Input gradients of logits read off ``z`` by a head ``matrix``.
+
+        As :meth:`NystroemDescription.head_gradients`: ``(width, block)``,
+        with :math:`\partial \cos(\omega^\top x + b) / \partial x =
+        -\sin(\omega^\top x + b)\, \omega` (and :math:`\cos\, \omega` for
+        the sines).
+        """
+        weights = np.hstack([self.pair_weights, self.odd_weights]).astype(dtype)
+        n_pairs = self.pair_weights.shape[1]
+        width = weights.shape[1]
+
+        def block(x, factors):
+            projection = x @ weights
+            projection[:, n_pairs:] += self.odd_offset.astype(dtype)
+            cos, sin = np.cos(projection), np.sin(projection)
+            features = dtype.type(self.scale) * np.hstack(
+                [cos[:, :n_pairs], sin[:, :n_pairs], cos[:, n_pairs:]]
+            )
+            alpha, beta = factors(features)
+            g = alpha[:, :, None] * matrix.T[None, :, :]  # (n, K, width_out)
+            if beta is not None:
+                g += beta[:, :, None] * features[:, None, :]
+            g *= dtype.type(self.scale)
+            # d cos(p)/dp = -sin(p), d sin(p)/dp = cos(p); p = x w (+ b)
+            dp = np.empty((x.shape[0], matrix.shape[1], width), dtype=dtype)
+            dp[:, :, :n_pairs] = (
+                -sin[:, None, :n_pairs] * g[:, :, :n_pairs]
+                + cos[:, None, :n_pairs] * g[:, :, n_pairs : 2 * n_pairs]
+            )
+            dp[:, :, n_pairs:] = -sin[:, None, n_pairs:] * g[:, :, 2 * n_pairs :]
+            return dp @ weights.T
+
+        return width, block
 
 
 class RandomFourierFeatures(
@@ -348,6 +403,18 @@ class RandomFourierFeatures(
             )
             out.write_columns(rows, parts)
         return out.result()
+
+    def describe(self):
+        """Return the fitted map as a :class:`FourierDescription` (float64)."""
+        weights = np.asarray(self.random_weights_, dtype=np.float64)
+        offset = np.asarray(self.random_offset_, dtype=np.float64)
+        n_pairs = weights.shape[1] - offset.shape[0]
+        return FourierDescription(
+            pair_weights=weights[:, :n_pairs],
+            odd_weights=weights[:, n_pairs:],
+            odd_offset=offset,
+            scale=float(np.sqrt(2.0 / self._n_features_out)),
+        )
 
     @property
     def _n_features_out(self) -> int:

@@ -9,9 +9,11 @@ kernel error is much lower, which is what closes the gap to an exact SVC.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import (
     BaseEstimator,
@@ -24,18 +26,20 @@ from .._utils.array_api import (
     RowBlockWriter,
     check_fit_input,
     check_transform_input,
+    input_namespace_or_numpy,
     move_fitted_arrays,
     numpy_dtype,
     row_blocks,
     to_numpy,
+    wide_dtype,
 )
 from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from ._centres import CENTRE_SELECTORS, select_centres
 from ._gamma import scale_gamma
-from ._kernel_block import rbf_kernel_block
+from ._kernel_block import rbf_kernel_block, scaled_squared_distances
 
-__all__ = ["NystroemFeatures"]
+__all__ = ["NystroemDescription", "NystroemFeatures"]
 
 #: The fitted arrays that follow a device fit's X to its device.
 _FITTED_ARRAYS = ("components_", "normalization_", "eigenvalues_")
@@ -60,6 +64,67 @@ def _median_gamma(X, sample_weight, rng):
     upper = distances[np.triu_indices(sample.shape[0], k=1)]
     median = float(np.median(np.maximum(upper, 0.0)))
     return 1.0 / median if median > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class NystroemDescription:
+    """``z(x) = exp(-|x' - c'|^2) @ normalization``, ``x' = (x - offset) sqrt(g)``.
+
+    A fitted map's arrays, as a graph (ONNX) or a gradient reads them: the
+    same arithmetic as :meth:`NystroemFeatures.transform` (centred on the
+    centres' mean, scaled by ``sqrt(gamma)``, squared distances by a GEMM).
+    """
+
+    offset: np.ndarray  # (n_features,)
+    root_gamma: float
+    centres: np.ndarray  # (n_features, M): the scaled centres, transposed
+    centre_squares: np.ndarray  # (M,)
+    normalization: np.ndarray  # (M, n_components_)
+
+    def forward(self, X):
+        """Return ``z(X)`` of float64 NumPy rows (the maps' kernel block)."""
+        scaled = (X - self.offset) * self.root_gamma
+        return rbf_kernel_block(scaled, self.centres.T, 1.0) @ self.normalization
+
+    def head_gradients(self, matrix, dtype):
+        r"""Input gradients of logits read off ``z`` by a head ``matrix``.
+
+        Returns ``(width, block)``: ``block(x, factors)`` gives, for rows
+        ``x`` in ``dtype``, :math:`\partial f_c / \partial x` of shape
+        ``(n, K, d)``, where ``factors(z) -> (alpha, beta)`` says
+        :math:`\partial f_c / \partial z = \alpha_c A_{:, c} + \beta_c z`
+        (``beta`` None: 0). Chained through :math:`z = k N`, then
+        :math:`\partial k_i / \partial x = -2 \gamma k_i (x - c_i)`.
+        ``width`` (the centres) bounds a block's memory.
+        """
+        normalization = self.normalization.astype(dtype)
+        centres = self.centres.astype(dtype)  # (d, M), offset and sqrt(gamma) in
+        centre_squares = self.centre_squares.astype(dtype)
+        directions = normalization @ matrix  # (M, K): class directions in k
+
+        def block(x, factors):
+            scaled = (x - self.offset.astype(dtype)) * dtype.type(self.root_gamma)
+            squared = (
+                np.einsum("ij,ij->i", scaled, scaled)[:, None]
+                + centre_squares
+                - 2.0 * scaled @ centres
+            )
+            kernel = np.exp(-np.maximum(squared, 0.0))  # (n, M)
+            features = kernel @ normalization
+            alpha, beta = factors(features)
+            # dlogit_c / dk = alpha_c (N A)_c + beta_c z N^T, per kernel entry
+            chained = alpha[:, :, None] * directions.T[None, :, :]
+            if beta is not None:
+                back = (features @ normalization.T)[:, None, :]
+                chained += beta[:, :, None] * back
+            chained *= kernel[:, None, :]  # times k_i: (n, K, M)
+            # dk_i/dx = -2 gamma k_i (x - c_i) = -2 sqrt(gamma) k_i (u - u_i)
+            grad = chained.sum(axis=2)[:, :, None] * scaled[:, None, :]
+            grad -= (chained @ centres.T).reshape(grad.shape)
+            grad *= dtype.type(-2.0 * self.root_gamma)
+            return grad
+
+        return centres.shape[1], block
 
 
 class NystroemFeatures(
@@ -315,6 +380,55 @@ class NystroemFeatures(
             else:
                 out.write(rows, kernel @ normalization)
         return out.result()
+
+    def describe(self):
+        """Return the fitted map as a :class:`NystroemDescription` (float64)."""
+        components = np.asarray(self.components_, dtype=np.float64)
+        offset = components.mean(axis=0)
+        root = float(np.sqrt(self.gamma_))
+        centres = (components - offset) * root
+        return NystroemDescription(
+            offset=offset,
+            root_gamma=root,
+            centres=centres.T.copy(),
+            centre_squares=np.einsum("ij,ij->i", centres, centres),
+            normalization=np.asarray(self.normalization_, dtype=np.float64),
+        )
+
+    def nearest_centre_log_similarity(self, X):
+        r"""Return the log-kernel to the nearest centre, :math:`-\gamma \min_c d^2`.
+
+        Squared distances come from :math:`\lVert a \rVert^2 + \lVert c
+        \rVert^2 - 2 a^\top c` in float64 (the widest float of ``X``'s
+        device) after subtracting the centres' mean (as :meth:`transform`
+        does), clipped at 0, by row blocks of bounded memory
+        (:func:`~sklmargin.features._kernel_block.scaled_squared_distances`).
+        Kept as a distance, not as :math:`\exp(\cdot)`: far rows stay ordered
+        instead of underflowing to a tie at 0. The open-set score's distance
+        term (:mod:`sklmargin.openset._scores`).
+
+        Parameters
+        ----------
+        X : {ndarray, csr_matrix, array API array} of shape (n_samples, n_features)
+            Rows as the map sees them, of the fit's namespace and device.
+
+        Returns
+        -------
+        array of shape (n_samples,), values :math:`\le 0`
+            In the namespace and on the device of ``X``.
+        """
+        xp, device, _ = input_namespace_or_numpy(X)
+        wide = wide_dtype(xp, device)
+        centres = xp.astype(self.components_, wide)
+        offset = xp.mean(centres, axis=0)
+        centres = centres - offset
+        nearest = []
+        for rows in row_blocks(X, 8 * max(centres.shape[0], X.shape[1])):
+            part = X[rows, :]
+            part = xp.astype(part.toarray() if sp.issparse(part) else part, wide)
+            distances = scaled_squared_distances(part - offset, centres, self.gamma_)
+            nearest.append(xp.min(distances, axis=1))
+        return -xp.concat(nearest) if len(nearest) != 1 else -nearest[0]
 
     @property
     def _n_features_out(self) -> int:

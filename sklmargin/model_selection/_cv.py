@@ -28,6 +28,7 @@ from ..estimators._kernel import KernelMarginSoftmaxClassifier
 from ..estimators._linear import MarginSoftmaxClassifier
 from ..features._gamma import scale_gamma
 from ..features._input_transform import apply_input_transform
+from ..features._kernel_features import gamma_factor, resolve_gamma
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES
 from ._cv_base import _BaseMarginSoftmaxCV, store_params
@@ -37,8 +38,6 @@ from ._cv_grid import (
     _KERNEL_CS,
     _S_FACTORS,
     _check_gamma,
-    _resolve_gamma,
-    _scale_factor,
     _valid_values,
     _write_factor,
 )
@@ -376,7 +375,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         scale = scale_gamma(rows.X_train, rows.sw_train)
 
         def map_params(point):
-            return {"gamma": _resolve_gamma(point["gamma"], scale)}
+            return {"gamma": resolve_gamma(point["gamma"], scale)}
 
         def attach(model):
             self._attach_metric(model, metric, transform, namespace)
@@ -402,7 +401,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
                 metric, X, y_encoded, self.classes_, sample_weight, namespace
             )
         params = {key: value for key, value in point.items() if key != "metric"}
-        params["gamma"] = _resolve_gamma(point["gamma"], scale_gamma(X, sample_weight))
+        params["gamma"] = resolve_gamma(point["gamma"], scale_gamma(X, sample_weight))
         return params, X, transform
 
     def _refit(self, start, X, y, sample_weight, path_name, steps):
@@ -434,10 +433,10 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         grids = {head.path_name: head.path_values, "m": ms}
         chosen = {head.path_name: best[head.path_name], "m": best["m"]}
         formats, values = {}, {}
-        factors = [_scale_factor(g) for g in axes["gamma"]]
+        factors = [gamma_factor(g) for g in axes["gamma"]]
         if all(f is not None for f in factors):  # multiples of "scale"
             grids["gamma"] = tuple(factors)
-            chosen["gamma"] = _scale_factor(best["gamma"])
+            chosen["gamma"] = gamma_factor(best["gamma"])
             formats["gamma"] = _write_factor
             values["gamma"] = dict(zip(factors, axes["gamma"], strict=True))
         elif not any(f is not None for f in factors):  # widths

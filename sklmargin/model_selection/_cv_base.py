@@ -46,7 +46,7 @@ from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import check_weights, encode_labels
-from ..estimators._base import validate_training_data
+from ..estimators._base import fit_path, validate_training_data
 from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature
@@ -290,16 +290,44 @@ class _BaseMarginSoftmaxCV(
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
+        data = (X, y, y_encoded, sample_weight)
+        grid_points, points = self._search(data, folds, scored, heads, axes, namespace)
+        best, head, best_per_fold = self._select(
+            grid_points, points, scored, heads, margins, axes
+        )
+        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        base = self._base_estimator()
+        finished = None
+        if self._finishes_chosen(base):
+            finished = chosen = self._finish_chosen(
+                base.tol, data, folds, points, best_per_fold[0], scored
+            )
+        self.temperature_ = 1.0
+        if self.calibrate:
+            self.temperature_ = fit_temperature(
+                np.concatenate([point.logits for point in chosen]),
+                np.concatenate([y_encoded[test] for _, test in folds]),
+                None
+                if sample_weight is None
+                else np.concatenate([sample_weight[test] for _, test in folds]),
+            )
+        if self.refit:
+            self._finish_refit(best, head, data, namespace, finished)
+        else:
+            self._finish_folds([grid_points[b] for b in best_per_fold], chosen, head)
+        return self
+
+    def _search(self, data, folds, scored, heads, axes, namespace):
+        """Fit every fold's paths; store the scores: ``(grid_points, points)``."""
         base = self._base_estimator()
         # With refit the folds only select, and may stop at a looser tolerance
         # (_path_tol); refit=False predicts with the fold models: full tol.
-        finish = self.refit and self._path_tol(base.tol) > base.tol
-        data = (X, y, y_encoded, sample_weight)
         grid_points, points = self._fit_folds(
             clone(base).set_params(tol=self._path_tol(base.tol))
             if self.refit
             else base,
-            data, folds, scored, heads, axes, keep_models=finish or not self.refit,
+            data, folds, scored, heads, axes,
+            keep_models=self._finishes_chosen(base) or not self.refit,
         )  # fmt: skip
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
@@ -315,80 +343,88 @@ class _BaseMarginSoftmaxCV(
             else on_device(n_iter, namespace)
         )
         self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
+        return grid_points, points
 
+    def _select(self, grid_points, points, scored, heads, margins, axes):
+        """Choose the best mean point: ``(point, its head, each fold's best)``.
+
+        With ``refit`` every fold keeps the best mean point; without, each
+        fold its own best (a fold without a score: the best mean point).
+        """
+        scores = np.array([[p.score for p in fold] for fold in points], float)
         best_mean = first_best(scores[scored].mean(axis=0))
-        finished = None
-        if finish:
-            finished = self._finish_chosen(
-                base.tol, data, folds, points, best_mean, scored
-            )
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
         index = heads.index(head) if len(heads) > 1 else 0
-        self._warn_edges(name, best, head, axes, margins[index])
+        self._warn_edges(type(self).__name__, best, head, axes, margins[index])
+        self.best_index_ = best_mean if self.refit else None
         if self.refit:
-            self.best_index_ = best_mean
-            best_per_fold = [self.best_index_] * len(folds)
-        else:
-            self.best_index_ = None
-            # A fold without a score keeps its model at the best mean point.
-            best_per_fold = [
+            return best, head, [best_mean] * len(points)
+        return (
+            best,
+            head,
+            [
                 first_best(row) if ok else best_mean
                 for row, ok in zip(scores, scored, strict=True)
-            ]
-        chosen = finished or [points[f][b] for f, b in enumerate(best_per_fold)]
-        if self.calibrate:
-            self.temperature_ = fit_temperature(
-                np.concatenate([point.logits for point in chosen]),
-                np.concatenate([y_encoded[test] for _, test in folds]),
-                None
-                if sample_weight is None
-                else np.concatenate([sample_weight[test] for _, test in folds]),
-            )
-        else:
-            self.temperature_ = 1.0
+            ],
+        )
 
-        if self.refit:
-            point = searched(best)
-            params, X_refit, transform = self._refit_rows(
-                point, X, y_encoded, sample_weight, namespace
+    def _finishes_chosen(self, base):
+        """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).
+
+        Only a refit search whose paths stop at a looser tolerance than
+        ``tol``: its temperature must come from models of the refit's kind.
+        """
+        return bool(self.refit and self._path_tol(base.tol) > base.tol)
+
+    def _finish_refit(self, best, head, data, namespace, finished=None):
+        """Refit on all the rows at the chosen point (``refit=True``).
+
+        ``finished`` are the folds' models at the chosen point fitted on to
+        ``tol`` (:meth:`_finish_chosen`), or None: a warm refit starts from
+        their mean, as ``LogisticRegressionCV`` does.
+        """
+        X, y, y_encoded, sample_weight = data
+        point = searched(best)
+        params, X_refit, transform = self._refit_rows(
+            point, X, y_encoded, sample_weight, namespace
+        )
+        self._set_chosen({**point, **params}, head.path_name)
+        # The linear refit walks the same warm-started path on all the
+        # data, so the final model is the kind of model the folds scored
+        # (see _refit); the kernel refit is a cold fit at the chosen point.
+        values = head.path_values
+        steps = values[: values.index(point[head.path_name]) + 1]
+        start = clone(self._base_estimator()).set_params(**params)
+        if finished and self._warm_refit:
+            mean = mean_model([p.model for p in finished], self.classes_)
+            if mean is not None:
+                start, steps = mean.set_params(**params), steps[-1:]
+        self.estimator_ = self._refit(
+            start, X_refit, y, sample_weight,
+            head.path_name, steps if self._warm_refit else (),
+        )  # fmt: skip
+        self.estimators_ = None
+        if transform is not None:
+            self._attach_metric(
+                self.estimator_, point.get("metric"), transform, namespace
             )
-            self._set_chosen({**point, **params}, head.path_name)
-            # The linear refit walks the same warm-started path on all the
-            # data, so the final model is the kind of model the folds scored
-            # (see _refit); the kernel refit is a cold fit at the chosen point.
-            values = head.path_values
-            steps = values[: values.index(point[head.path_name]) + 1]
-            start = clone(base).set_params(**params)
-            if finished and self._warm_refit:
-                # From the finished fold models' mean, as LogisticRegressionCV.
-                mean = mean_model([p.model for p in finished], self.classes_)
-                if mean is not None:
-                    start, steps = mean.set_params(**params), steps[-1:]
-            self.estimator_ = self._refit(
-                start, X_refit, y, sample_weight,
-                head.path_name, steps if self._warm_refit else (),
-            )  # fmt: skip
-            self.estimators_ = None
-            if transform is not None:
-                self._attach_metric(
-                    self.estimator_, point.get("metric"), transform, namespace
-                )
-        else:
-            chosen_points = [searched(grid_points[b]) for b in best_per_fold]
-            keys = dict.fromkeys(k for p in chosen_points for k in p)
-            averaged = {}
-            for key in keys:  # each key is in at least one chosen point
-                values = [p[key] for p in chosen_points if key in p]
-                same = len(values) == len(chosen_points)
-                numeric = all(isinstance(v, float) for v in values)
-                mean = same and numeric
-                averaged[key] = float(np.mean(values)) if mean else values[0]
-            self._set_chosen(averaged, head.path_name)
-            self.estimator_ = None
-            self.estimators_ = [point.model for point in chosen]
-            self._fold_models_chosen()
-        return self
+
+    def _finish_folds(self, best_points, chosen, head):
+        """Keep each fold's best model (``refit=False``); their mean settings."""
+        chosen_points = [searched(point) for point in best_points]
+        keys = dict.fromkeys(k for p in chosen_points for k in p)
+        averaged = {}
+        for key in keys:  # each key is in at least one chosen point
+            values = [p[key] for p in chosen_points if key in p]
+            same = len(values) == len(chosen_points)
+            numeric = all(isinstance(v, float) for v in values)
+            mean = same and numeric
+            averaged[key] = float(np.mean(values)) if mean else values[0]
+        self._set_chosen(averaged, head.path_name)
+        self.estimator_ = None
+        self.estimators_ = [point.model for point in chosen]
+        self._fold_models_chosen()
 
     def _shape_axes(self, axes):
         """Return the outer axes that ``scores_`` has (all of them here)."""
@@ -532,15 +568,17 @@ class _BaseMarginSoftmaxCV(
         map does not share: the kernel search refits cold (``steps`` empty).
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
-        points, path_rows = steps or (None,), {}
-        for i, value in enumerate(points):  # the last step is the chosen point
-            last = i == len(points) - 1
-            if value is not None:
-                estimator.set_params(**{path_name: value})
+        values = steps or (None,)  # the last step is the chosen point
+        path = [
             # The steps before the chosen point only carry the warm start.
-            estimator.set_params(tol=start.tol if last else self._path_tol(start.tol))
-            # The FeatureScaleWarning once, at the chosen point, not per step.
-            estimator._fit(X, y, sample_weight, check_scale=last, path_rows=path_rows)
+            {
+                **({} if value is None else {path_name: value}),
+                "tol": start.tol if i == len(values) - 1 else self._path_tol(start.tol),
+            }
+            for i, value in enumerate(values)
+        ]
+        for _ in fit_path(estimator, X, y, sample_weight, path):
+            pass
         return estimator.set_params(warm_start=False)
 
     # -- prediction (the public methods: MarginPredictMixin) ------------------

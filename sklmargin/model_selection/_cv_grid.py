@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from ..features._kernel_features import gamma_factor
+
 #: Length of the default path over ``s`` (or ``C``): as many points as
 #: LogisticRegressionCV's default ``Cs=10``. Warm starts make each point cheap.
 _PATH_LENGTH = 10
@@ -128,30 +130,13 @@ def _write_factor(factor):
 _DEFAULT_GAMMAS = tuple(_write_factor(f) for f in _GAMMA_FACTORS)
 
 
-def _scale_factor(gamma):
-    """Return the factor of a "scale" multiple ("scale": 1.0), None for a width."""
-    if not isinstance(gamma, str):
-        return None
-    if gamma == "scale":
-        return 1.0
-    factor, _, tail = gamma.partition("*")
-    if tail.strip() != "scale":
-        raise ValueError(gamma)
-    return _check_positive(factor, "gamma factor")
-
-
-def _resolve_gamma(gamma, scale):
-    """Return the RBF width of a ``gammas`` entry (a multiple of ``scale``)."""
-    factor = _scale_factor(gamma)
-    return float(gamma) if factor is None else float(factor * scale)
-
-
 def _check_gamma(gamma):
     """Return a valid ``gammas`` entry: "scale", "<factor>*scale" or a float."""
     try:
+        if gamma == "auto":  # the estimator's word: its grid writes multiples
+            raise ValueError(gamma)
         if isinstance(gamma, str):
-            factor = _scale_factor(gamma)
-            return _write_factor(factor)
+            return _write_factor(gamma_factor(gamma))
         return _check_positive(gamma, "gamma")
     except (TypeError, ValueError):
         raise ValueError(

@@ -4,11 +4,11 @@ A job is one fold at one *map point* (the kernel width ``gamma``; nothing for
 the linear estimator). The fold's training rows are mapped once and its
 held-out rows once (:meth:`BaseMarginSoftmax._fold_features`), then every inner
 grid point (the margin ``m``) runs its warm-started path over ``s`` (or ``C``)
-on those mapped rows, handed to the fit as its explicit private argument
-``premapped``. Each path point is scored from one pass of margin-free logits
-over the held-out rows, which are kept for the temperature fit. Array API
-rows are cut and mapped where they live; only the held-out logits come to
-the host.
+on those mapped rows (:func:`~sklmargin.estimators._base.fit_path`, which
+prepares them once for the path). Each path point is scored from one pass of
+margin-free logits over the held-out rows, which are kept for the temperature
+fit. Array API rows are cut and mapped where they live; only the held-out
+logits come to the host.
 
 :func:`fit_fold` is the job: what every job of a search shares comes in one
 :class:`PathGrid`, and each fitted point comes back as a :class:`PathPoint`
@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
+from ..estimators._base import fit_path
 
 
 class PathGrid(NamedTuple):
@@ -197,16 +198,17 @@ def fit_fold(estimator, data, train, test, grid, label, scored, job_point=None):
 def _walk_path(estimator, inner, head, rows, grid, label, scored):
     """Fit one warm-started path on a fold's mapped rows: its PathPoints."""
     path = clone(estimator).set_params(**inner, warm_start=True)
-    points, path_rows = [], {}  # the rows prepared once for the whole path
+    # The FeatureScaleWarning is left to the final refit on all the rows,
+    # once, not once per fold and grid point.
+    fits = fit_path(
+        path, rows.X_train, rows.y_train, rows.sw_train,
+        [{head.path_name: value} for value in head.path_values],
+        mapped=rows.premapped, warn_scale=False,
+    )  # fmt: skip
+    points = []
     for value in head.path_values:
         start = time.perf_counter()
-        path.set_params(**{head.path_name: value})
-        # The FeatureScaleWarning is left to the final refit on all the
-        # rows, once, not once per fold and grid point.
-        path._fit(
-            rows.X_train, rows.y_train, rows.sw_train,
-            premapped=rows.premapped, check_scale=False, path_rows=path_rows,
-        )  # fmt: skip
+        next(fits)
         fit_time = time.perf_counter() - start
         logits = full_class_logits(
             held_out_logits(path, rows.features_test), path.classes_, grid.classes
@@ -244,14 +246,15 @@ def finish_fold(models, data, train, test, scorer, classes, tol, scored):
         One per model, in order, each with its finished model.
     """
     rows = map_fold(models[0], cut_fold(*data, train, test))
-    points, path_rows = [], {}
+    points = []
     for model in models:
         start = time.perf_counter()
-        model.set_params(tol=tol, warm_start=True)
-        model._fit(
-            rows.X_train, rows.y_train, rows.sw_train,
-            premapped=rows.premapped, check_scale=False, path_rows=path_rows,
-        )  # fmt: skip
+        model.set_params(warm_start=True)
+        for _ in fit_path(
+            model, rows.X_train, rows.y_train, rows.sw_train, [{"tol": tol}],
+            mapped=rows.premapped, warn_scale=False,
+        ):  # fmt: skip
+            pass
         fit_time = time.perf_counter() - start
         logits = full_class_logits(
             held_out_logits(model, rows.features_test), model.classes_, classes

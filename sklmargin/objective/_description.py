@@ -9,11 +9,11 @@ a graph needs, not a copy of it: the scale is read off the margin's own
 :func:`_logits_from_description` evaluates the description's arrays (never
 the fitted attributes, or its test against ``decision_function`` would
 compare prediction with itself) with the kernels prediction uses
-(:func:`~sklmargin.objective._rows.lifted_cosines`,
-:func:`~sklmargin.features._kernel_block.rbf_kernel_block`): the NumPy
-reference of the graph, built in :mod:`sklmargin.integrations.onnx._export`,
-whose module docstring gives the formula. The learned metric reads the
-description during a NumPy fit, which loads no integration: so it lives here.
+(:func:`~sklmargin.objective._rows.lifted_cosines`, and the map's own
+description's ``forward``): the NumPy reference of the graph, built in
+:mod:`sklmargin.integrations.onnx._export`, whose module docstring gives the
+formula. The learned metric reads the description during a NumPy fit, which
+loads no integration: so it lives here.
 """
 
 from __future__ import annotations
@@ -21,27 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-
-@dataclass(frozen=True)
-class _FourierDescription:
-    """``z(x) = scale * [cos(x W_p), sin(x W_p), cos(x W_o + offset)]``."""
-
-    pair_weights: np.ndarray  # (n_features, p)
-    odd_weights: np.ndarray  # (n_features, 0 or 1)
-    odd_offset: np.ndarray  # (0 or 1,)
-    scale: float  # sqrt(2 / n_components)
-
-
-@dataclass(frozen=True)
-class _NystroemDescription:
-    """``z(x) = exp(-|x' - c'|^2) @ normalization``, ``x' = (x - offset) sqrt(g)``."""
-
-    offset: np.ndarray  # (n_features,)
-    root_gamma: float
-    centres: np.ndarray  # (n_features, M): the scaled centres, transposed
-    centre_squares: np.ndarray  # (M,)
-    normalization: np.ndarray  # (M, n_components_)
 
 
 @dataclass(frozen=True)
@@ -54,7 +33,7 @@ class _LogitDescription:
     + bias``.
     """
 
-    feature_map: _FourierDescription | _NystroemDescription | None
+    feature_map: object  # the map's describe(), or None
     matrix: np.ndarray  # (n_features_mapped, n_classes)
     bias: np.ndarray  # (n_classes,)
     normalise: bool
@@ -67,39 +46,15 @@ class _LogitDescription:
 
 
 def _map_description(feature_map):
-    """Read the fitted arrays of a feature map (random Fourier or Nyström)."""
-    from ..features._fourier import RandomFourierFeatures
-    from ..features._nystroem import NystroemFeatures
-
-    if isinstance(feature_map, NystroemFeatures):
-        # The same arithmetic as NystroemFeatures.transform: centre on the
-        # centres' mean, scale by sqrt(gamma), squared distances by a GEMM.
-        components = np.asarray(feature_map.components_, dtype=np.float64)
-        offset = components.mean(axis=0)
-        root = float(np.sqrt(feature_map.gamma_))
-        centres = (components - offset) * root
-        return _NystroemDescription(
-            offset=offset,
-            root_gamma=root,
-            centres=centres.T.copy(),
-            centre_squares=np.einsum("ij,ij->i", centres, centres),
-            normalization=np.asarray(feature_map.normalization_, dtype=np.float64),
-        )
-    if not isinstance(feature_map, RandomFourierFeatures):
+    """Read the fitted arrays of a feature map: its own ``describe()``."""
+    describe = getattr(feature_map, "describe", None)
+    if describe is None:
         raise NotImplementedError(
             "ONNX export supports the feature maps NystroemFeatures and "
             "RandomFourierFeatures; got "
             f"{type(feature_map).__module__}.{type(feature_map).__name__}."
         )
-    weights = np.asarray(feature_map.random_weights_, dtype=np.float64)
-    offset = np.asarray(feature_map.random_offset_, dtype=np.float64)
-    n_pairs = weights.shape[1] - offset.shape[0]
-    return _FourierDescription(
-        pair_weights=weights[:, :n_pairs],
-        odd_weights=weights[:, n_pairs:],
-        odd_offset=offset,
-        scale=float(np.sqrt(2.0 / feature_map._n_features_out)),
-    )
+    return describe()
 
 
 #: Row norms at which a margin's logit scale is checked before export: every
@@ -231,29 +186,19 @@ def _logit_description(estimator):
 def _logits_from_description(description, X):
     """NumPy evaluation of a description, in float64 (the reference of tests).
 
-    Its arrays go through the functions prediction uses: the learned input
-    transform's :func:`~sklmargin.features._input_transform.apply_input_transform`,
-    the Nyström kernel block and, for the normalised form,
+    Its arrays go through the functions prediction uses: the map's
+    description's ``forward`` (the maps' kernel block) and, for the
+    normalised form,
     :func:`~sklmargin.objective._rows.lifted_cosines`.
     """
-    from ..features._input_transform import apply_input_transform
-    from ..features._kernel_block import rbf_kernel_block
     from ._rows import lifted_cosines
 
-    X = np.asarray(X, dtype=np.float64)
-    features = apply_input_transform(X, description.input_transform)
-    fourier = description.feature_map
-    if isinstance(fourier, _NystroemDescription):
-        # The maps' kernel block, on rows and centres scaled by sqrt(gamma).
-        scaled = (features - fourier.offset) * fourier.root_gamma
-        kernel = rbf_kernel_block(scaled, fourier.centres.T, 1.0)
-        features = kernel @ fourier.normalization
-    elif fourier is not None:
-        pairs = features @ fourier.pair_weights
-        odd = features @ fourier.odd_weights + fourier.odd_offset
-        features = fourier.scale * np.hstack(
-            [np.cos(pairs), np.sin(pairs), np.cos(odd)]
-        )
+    features = np.asarray(X, dtype=np.float64)
+    transform = description.input_transform
+    if transform is not None:  # the learned metric: x * t or x @ T
+        features = features * transform if transform.ndim == 1 else features @ transform
+    if description.feature_map is not None:
+        features = description.feature_map.forward(features)
     if not description.normalise:
         return features @ description.matrix + description.bias
     # The matrix holds the prototypes with 1/|w| and the scale folded in, the

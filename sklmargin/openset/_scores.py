@@ -35,7 +35,7 @@ The score is written once, against the rows' array namespace:
 chunk by chunk), for one model or, averaged, for a CV estimator's fold
 models (:mod:`sklmargin.estimators._predict`). Only the log-sum-exp has a
 NumPy leaf (SciPy's); the distances are the Nyström map's own
-(:func:`~sklmargin.features._kernel_block.scaled_squared_distances`).
+(:meth:`~sklmargin.features.NystroemFeatures.nearest_centre_log_similarity`).
 
 References
 ----------
@@ -51,12 +51,9 @@ References
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from .._utils.array_api import input_namespace_or_numpy, row_blocks, wide_dtype
-from ..features._kernel_block import scaled_squared_distances
-from ..features._nystroem import NystroemFeatures
+from .._utils.array_api import input_namespace_or_numpy, wide_dtype
 
 #: Logit scale at which the maximum probability is read: ``T = max(1, s / 30)``.
 OPEN_SET_SCALE = 30.0
@@ -100,44 +97,6 @@ def log_max_probability(logits, temperature=1.0):
     return -xp.log(xp.sum(xp.exp(shifted), axis=1))
 
 
-def nearest_centre_log_similarity(feature_map, X):
-    r"""Log-kernel to the nearest centre, :math:`-\gamma \min_c \lVert x - c \rVert^2`.
-
-    The centres are those of a fitted :class:`NystroemFeatures` (no other map
-    has centres). Squared distances come from :math:`\lVert a \rVert^2 +
-    \lVert c \rVert^2 - 2 a^\top c` in float64 (the widest float of ``X``'s
-    device) after subtracting the centres' mean (as the map's ``transform``
-    does), clipped at 0, by row blocks of bounded memory
-    (:func:`~sklmargin.features._kernel_block.scaled_squared_distances`).
-    Kept as a distance, not as :math:`\exp(\cdot)`: far rows stay ordered
-    instead of underflowing to a tie at 0.
-
-    Parameters
-    ----------
-    feature_map : NystroemFeatures
-        Fitted on the namespace and device of ``X``.
-    X : {ndarray, csr_matrix, array API array} of shape (n_samples, n_features)
-        Rows as the map sees them (after the estimator's input transform).
-
-    Returns
-    -------
-    array of shape (n_samples,), values :math:`\le 0`
-        In the namespace and on the device of ``X``.
-    """
-    xp, device, _ = input_namespace_or_numpy(X)
-    wide = wide_dtype(xp, device)
-    centres = xp.astype(feature_map.components_, wide)
-    offset = xp.mean(centres, axis=0)
-    centres = centres - offset
-    nearest = []
-    for rows in row_blocks(X, 8 * max(centres.shape[0], X.shape[1])):
-        part = X[rows, :]
-        part = xp.astype(part.toarray() if sp.issparse(part) else part, wide) - offset
-        distances = scaled_squared_distances(part, centres, feature_map.gamma_)
-        nearest.append(xp.min(distances, axis=1))
-    return -xp.concat(nearest) if len(nearest) != 1 else -nearest[0]
-
-
 def open_set_score(model, X, logits, xp=None, device=None):
     """``score_samples`` of one fitted model from its logits of validated rows ``X``.
 
@@ -147,8 +106,9 @@ def open_set_score(model, X, logits, xp=None, device=None):
     namespace and on its device (``xp``, ``device``: None for NumPy rows).
     """
     score = log_max_probability(logits, open_set_temperature(model.s_))
+    # The Nyström map's own distance term; other maps have no centres.
     feature_map = getattr(model, "feature_map_", None)
-    if not isinstance(feature_map, NystroemFeatures):  # no centres: no distance
+    nearest = getattr(feature_map, "nearest_centre_log_similarity", None)
+    if nearest is None:
         return score
-    rows = model._transform_input(X, xp, device)
-    return score + nearest_centre_log_similarity(feature_map, rows)
+    return score + nearest(model._transform_input(X, xp, device))

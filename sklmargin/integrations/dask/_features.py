@@ -34,7 +34,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ...features._centres import choose_centres
 from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
@@ -48,20 +47,6 @@ _GATHER_BYTES = 256 * 2**20
 
 def _take(X, index):
     return X[index]
-
-
-def _gamma(estimator, source, sw_total):
-    """``gamma``, resolved as in memory: the chunks' weighted sums, added."""
-
-    def scale():
-        total_weight = sw_total * source.n_features_in
-        mean = sum(source.per_chunk(weighted_sum)) / total_weight
-        squares = sum(source.per_chunk(weighted_sum, mean))
-        variance = round_off_floor(squares / total_weight, mean)
-        return gamma_from_variance(variance, source.n_features_in)
-
-    gamma = estimator._map_gamma(scale)
-    return scale() if gamma == "scale" else gamma
 
 
 def _distinct_row_weights(source):
@@ -101,26 +86,33 @@ def _fetch_rows(source, wanted, located):
     return rows
 
 
-def _nystroem_map(estimator, source, gamma, width):
-    """Fit the in-memory fit's NystroemFeatures; return it and whether sampled."""
+def _scale(source, sw_total):
+    """``gamma="scale"`` of the rows, as in memory: the chunks' weighted sums, added."""
+    total_weight = sw_total * source.n_features_in
+    mean = sum(source.per_chunk(weighted_sum)) / total_weight
+    squares = sum(source.per_chunk(weighted_sum, mean))
+    variance = round_off_floor(squares / total_weight, mean)
+    return gamma_from_variance(variance, source.n_features_in)
+
+
+def _nystroem_centres(selector, source, gamma, width, rng):
+    """Return the in-memory fit's Nyström centres and whether a sample chose them."""
     hashes, weights, located = _distinct_row_weights(source)
     row_bytes = source.n_features_in * source.dtype.itemsize
     max_rows = max(1, _GATHER_BYTES // row_bytes)
-    # The in-memory fit's generator, consumed as NystroemFeatures.fit does.
-    rng = check_random_state(estimator.random_state)
     centres, sampled = choose_centres(
         hashes,
         weights,
         lambda chosen: _fetch_rows(source, hashes[chosen], located),
         width,
         gamma,
-        estimator.centres,
+        selector,
         rng,
         max_rows=max_rows,
     )
     if sampled:
         warnings.warn(
-            f"centres={estimator.centres!r} reads every distinct row, and the "
+            f"centres={selector!r} reads every distinct row, and the "
             f"{len(hashes)} distinct rows of this Dask array exceed what the "
             f"client gathers ({max_rows} rows, {_GATHER_BYTES / 2**20:.0f} MiB): "
             f"the centres were chosen among a uniform sample of {max_rows} of "
@@ -128,45 +120,43 @@ def _nystroem_map(estimator, source, gamma, width):
             "fit's (nystroem_basis_sampled_ = True). centres='uniform' selects "
             "the in-memory centres at any size.",
             UserWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
-    feature_map = estimator._new_feature_map(width, gamma)
-    feature_map.n_features_in_ = source.n_features_in
-    feature_map.gamma_ = gamma
-    return feature_map._fit_centres(centres, source.dtype), sampled
+    return centres, sampled
 
 
 def fit_feature_map_dask(estimator, source, sw_total):
     """Set ``estimator.feature_map_`` (kernel estimator); return the map's width.
 
-    The linear estimator (no ``kernel_approximation``) maps nothing: the width
-    is ``n_features_in``.
+    The estimator's :class:`~sklmargin.features._kernel_features.KernelFeatures`
+    fits the map from what the chunks report: the weighted sums of
+    ``gamma="scale"`` and the chosen centres. The linear estimator (no
+    ``kernel_approximation``) maps nothing: the width is ``n_features_in``.
     """
     approximation = getattr(estimator, "kernel_approximation", None)
     if approximation is None:
         return source.n_features_in
-    width = estimator._width(source.n_samples)
-    gamma = _gamma(estimator, source, sw_total)
-    # The in-memory fit's precision rule, on the whole data's size.
-    dtype = estimator._resolve_compute_dtype(source.n_samples, source.dtype)
-    estimator.compute_dtype_ = dtype.name
-    if approximation in ("orf", "rff"):
-        # The frequencies depend on the width, d and the seed only: one row of
-        # zeros draws the in-memory fit's, under the resolved gamma.
-        feature_map = estimator._new_feature_map(width, gamma)
-        feature_map.fit(np.zeros((1, source.n_features_in), dtype=dtype))
-    elif approximation == "nystroem":
-        feature_map, sampled = _nystroem_map(estimator, source, gamma, width)
-        estimator.nystroem_basis_sampled_ = sampled
-    else:
+    if approximation not in ("nystroem", "orf", "rff"):
         raise NotImplementedError(
             f"kernel_approximation={approximation!r} has no Dask path yet."
         )
-    # Report gamma as the in-memory fit does ("scale", or the float it used);
-    # gamma_ is the resolved value either way.
-    if estimator._gamma_is_scale():
-        feature_map.set_params(gamma="scale")
-    estimator.feature_map_ = feature_map
+    sampled = []
+
+    def centres(width, gamma, rng):
+        chosen, was_sampled = _nystroem_centres(
+            estimator.centres, source, gamma, width, rng
+        )
+        sampled.append(was_sampled)
+        return chosen
+
+    kernel = estimator._kernel_features().fit_statistics(
+        source.n_samples, source.n_features_in, source.dtype,
+        lambda: _scale(source, sw_total), centres,
+    )  # fmt: skip
+    estimator.compute_dtype_ = kernel.dtype_.name
+    if sampled:
+        estimator.nystroem_basis_sampled_ = sampled[0]
+    estimator.feature_map_ = kernel.map_
     # as the in-memory fit sets it (_fit_feature_map): the kept map's width
-    estimator.n_components_ = int(feature_map.n_components)
-    return feature_map._n_features_out
+    estimator.n_components_ = int(kernel.map_.n_components)
+    return kernel.width_out

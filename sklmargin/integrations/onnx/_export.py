@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...features._nystroem import NystroemDescription
 from ...objective._description import (
     _logit_description,
     _map_description,
-    _NystroemDescription,
 )
 
 __all__ = ["register_onnx_converters", "to_onnx"]
@@ -136,7 +136,7 @@ def _nystroem_graph(graph, nystroem, X):
 
 def _map_graph(graph, fourier, X, output=None):
     """Nodes of the feature map ``z(x)`` (Nyström or random Fourier)."""
-    if isinstance(fourier, _NystroemDescription):
+    if isinstance(fourier, NystroemDescription):
         return _nystroem_graph(graph, fourier, X)
     parts = []
     if fourier.pair_weights.shape[1]:

@@ -1,0 +1,233 @@
+"""The kernel estimator's feature pipeline, one owner: gamma, width, dtype, map.
+
+:class:`KernelFeatures` resolves a kernel model's settings on the rows it is
+fitted on (after the learned input metric, which the estimator applies
+first) and fits the map:
+
+* the width (:meth:`KernelFeatures.width`: ``n_components``, ``"auto"``
+  growing with the number of rows);
+* the precision (:meth:`KernelFeatures.dtype`: ``compute_dtype``, ``"auto"``
+  float32 from a size on);
+* the RBF width ``gamma``, in one grammar (:func:`gamma_factor`): a float,
+  ``"scale"``, ``"<f>*scale"`` or ``"auto"`` (twice ``"scale"`` after a
+  learned metric, ``"scale"`` without one);
+* the map itself (:class:`~sklmargin.features.NystroemFeatures` or
+  :class:`~sklmargin.features.RandomFourierFeatures`), fitted on rows in
+  memory (:meth:`KernelFeatures.fit_transform`) or from statistics of rows
+  it does not hold (:meth:`KernelFeatures.fit_statistics`: the Dask fit's
+  per-chunk sums and chosen centres).
+
+Its users: the estimator's fit and predict, a CV fold (one per metric and
+gamma) and the Dask fit. The map's own formulas (forward, input gradients,
+description) live in the map's class.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import sparse
+from sklearn.utils import check_random_state
+
+from .._utils.array_api import numpy_dtype
+from ._fourier import RandomFourierFeatures
+from ._gamma import scale_gamma
+from ._nystroem import NystroemFeatures
+
+#: compute_dtype="auto" computes in float32 from this many mapped entries on.
+FLOAT32_ENTRIES = 2**20
+#: n_components="auto": round(11 sqrt(n)) centres, clipped to [1000, 1500].
+AUTO_WIDTH_PER_ROOT = 11.0
+AUTO_WIDTH_RANGE = (1000, 1500)
+#: gamma="auto" after a learned metric: this multiple of "scale".
+AUTO_GAMMA_FACTOR = 2.0
+
+
+def auto_n_components(n_samples):
+    r"""Return the width ``n_components="auto"`` gives ``n_samples`` training rows.
+
+    :math:`M = \min(1500, \max(1000, \operatorname{round}(11 \sqrt{n})))`:
+    1000 up to 8,272 rows, growing as :math:`\sqrt n` (the order of centres
+    that keeps the learning rate of Nyström kernel methods: Rudi, Camoriano
+    and Rosasco, "Less is More: Nyström Computational Regularization",
+    NeurIPS 2015) up to 1500 from 18,583 rows.
+    """
+    low, high = AUTO_WIDTH_RANGE
+    width = round(AUTO_WIDTH_PER_ROOT * math.sqrt(int(n_samples)))
+    return int(min(high, max(low, width)))
+
+
+def resolve_n_components(n_components, n_samples):
+    """Return the width an ``n_components`` setting gives ``n_samples`` rows.
+
+    ``"auto"`` is :func:`auto_n_components`; an integer is itself.
+    """
+    if n_components == "auto":
+        return auto_n_components(n_samples)
+    return int(n_components)
+
+
+def gamma_factor(gamma, metric=False):
+    """Return the multiple of ``"scale"`` that ``gamma`` is; None for a width.
+
+    The one grammar of an RBF width: a positive float is itself (None here);
+    ``"scale"`` is 1, ``"<f>*scale"`` is ``f`` (finite, positive) and
+    ``"auto"`` is :data:`AUTO_GAMMA_FACTOR` after a learned ``metric``, 1
+    without one. Anything else raises ValueError.
+    """
+    if not isinstance(gamma, str):
+        return None
+    if gamma == "auto":
+        return AUTO_GAMMA_FACTOR if metric else 1.0
+    if gamma == "scale":
+        return 1.0
+    factor, _, tail = gamma.partition("*")
+    factor = float(factor) if tail.strip() == "scale" else math.nan
+    if not (math.isfinite(factor) and factor > 0):
+        raise ValueError(
+            'gamma must be "auto", "scale", "<factor>*scale" with a finite '
+            f"positive factor, or a finite positive float; got {gamma!r}."
+        )
+    return factor
+
+
+def resolve_gamma(gamma, scale, metric=False):
+    """Return the RBF width ``gamma`` gives rows whose ``"scale"`` is ``scale``."""
+    factor = gamma_factor(gamma, metric)
+    return float(gamma) if factor is None else float(factor * scale)
+
+
+class KernelFeatures:
+    """The kernel feature pipeline of one fit: width, dtype, gamma and map.
+
+    Parameters
+    ----------
+    gamma, n_components, kernel_approximation, centres, compute_dtype, \
+random_state
+        The kernel estimator's settings of the same names.
+    metric : bool, default=False
+        Whether a learned metric moved the rows first (it decides ``"auto"``).
+
+    Attributes
+    ----------
+    map_ : NystroemFeatures or RandomFourierFeatures
+        The fitted map (after a fit).
+    dtype_ : numpy.dtype
+        The precision the map and the fit run in (after a fit).
+    """
+
+    def __init__(
+        self, gamma="auto", n_components="auto", kernel_approximation="nystroem",
+        centres="uniform", compute_dtype="auto", metric=False, random_state=None,
+    ):  # fmt: skip
+        self.gamma = gamma
+        self.n_components = n_components
+        self.kernel_approximation = kernel_approximation
+        self.centres = centres
+        self.compute_dtype = compute_dtype
+        self.metric = metric
+        self.random_state = random_state
+
+    def width(self, n_samples):
+        """Return the map's width for ``n_samples`` rows (``n_components``)."""
+        return resolve_n_components(self.n_components, n_samples)
+
+    def dtype(self, n_samples, input_dtype):
+        """Return the dtype the map and the fit run in (``compute_dtype``).
+
+        "auto" computes in float32 when the mapped rows have at least
+        :data:`FLOAT32_ENTRIES` entries, and in the input's dtype below.
+        """
+        if self.compute_dtype != "auto":
+            return np.dtype(self.compute_dtype)
+        if n_samples * self.width(n_samples) >= FLOAT32_ENTRIES:
+            return np.dtype(np.float32)
+        return np.dtype(input_dtype)
+
+    def map_gamma(self, scale):
+        """Return ``gamma`` as the map takes it: ``"scale"`` or a float.
+
+        ``scale()`` computes the value of ``"scale"`` on the map's rows (in
+        memory, or added over Dask chunks); a plain ``"scale"`` is left to the
+        map, which resolves it itself.
+        """
+        if self.gamma == "scale" or (self.gamma == "auto" and not self.metric):
+            return "scale"
+        factor = gamma_factor(self.gamma, self.metric)
+        return float(self.gamma) if factor is None else float(factor * scale())
+
+    def new_map(self, width, gamma):
+        """Return an unfitted map of ``width`` and ``gamma`` (resolved)."""
+        if self.kernel_approximation == "nystroem":
+            return NystroemFeatures(
+                n_components=width,
+                gamma=gamma,
+                centres=self.centres,
+                random_state=self.random_state,
+            )
+        return RandomFourierFeatures(
+            gamma=gamma,
+            n_components=width,
+            orthogonal=self.kernel_approximation == "orf",
+            random_state=self.random_state,
+        )
+
+    def rows(self, X, dtype, xp=None):
+        """``X`` as the map takes it: ``dtype``, dense for Nyström."""
+        dtype = np.dtype(dtype)
+        if xp is not None:  # no copy when X has the dtype already
+            return xp.astype(X, getattr(xp, dtype.name), copy=False)
+        X = X.astype(dtype, copy=False)
+        if sparse.issparse(X) and self.kernel_approximation == "nystroem":
+            # The Nyström map works on dense rows (centres are rows of X).
+            X = X.toarray()
+        return X
+
+    def fit_transform(self, X, sample_weight, xp=None):
+        """Fit the map on rows ``X`` (any namespace); return them mapped.
+
+        The width and dtype come from the number of rows and their dtype,
+        ``gamma`` from their weighted variance; the maps' ``fit`` and
+        ``transform`` run in ``X``'s namespace.
+        """
+        n_samples = X.shape[0]
+        self.dtype_ = self.dtype(n_samples, numpy_dtype(X.dtype))
+        X = self.rows(X, self.dtype_, xp)
+        gamma = self.map_gamma(lambda: scale_gamma(X, sample_weight))
+        self.map_ = self.new_map(self.width(n_samples), gamma)
+        return self.map_.fit(X, sample_weight=sample_weight).transform(X)
+
+    def fit_statistics(self, n_samples, n_features, input_dtype, scale, centres):
+        """Fit the map from statistics of rows it does not hold (the Dask fit).
+
+        ``scale()`` is ``"scale"`` of the rows (their weighted sums, added);
+        ``centres(width, gamma, rng)`` chooses the Nyström centres as the
+        in-memory fit would, with its generator. The random Fourier
+        frequencies depend on the width, ``d`` and the seed only: one row of
+        zeros draws the in-memory fit's.
+        """
+        width = self.width(n_samples)
+        gamma = self.map_gamma(scale)
+        value = scale() if gamma == "scale" else gamma
+        self.dtype_ = self.dtype(n_samples, input_dtype)
+        self.map_ = self.new_map(width, value)
+        if self.kernel_approximation == "nystroem":
+            rng = check_random_state(self.random_state)
+            chosen = centres(width, value, rng)
+            self.map_.n_features_in_, self.map_.gamma_ = n_features, value
+            self.map_._fit_centres(chosen, np.dtype(input_dtype))
+        else:
+            self.map_.fit(np.zeros((1, n_features), dtype=self.dtype_))
+        # Report gamma as the in-memory fit does ("scale", or the float used).
+        self.map_.set_params(gamma=gamma)
+        return self
+
+    @property
+    def width_out(self):
+        """The fitted map's output width (its number of features)."""
+        return self.map_._n_features_out
+
+    def transform(self, X, xp=None):
+        """Map rows (any namespace) by the fitted map, in the fit's dtype."""
+        return self.map_.transform(self.rows(X, self.dtype_, xp))
