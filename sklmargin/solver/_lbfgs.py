@@ -48,9 +48,10 @@ _BACKTRACK = (1.0, 0.5, 0.25, 0.125)
 
 # Line-search steps of one L-BFGS iteration (scipy's default is 20), and the
 # evaluations a run may spend in all: _EVALS_PER_ITERATION per iteration of its
-# budget plus one line search. A well-posed run takes 1-1.5 evaluations per iteration; a run whose
-# line searches keep failing (a stall at a kink, measured: 42 evaluations per
-# iteration) stops there rather than spending seconds on a tiny problem.
+# budget plus one line search. A well-posed run takes 1-1.5 evaluations per
+# iteration; a run whose line searches keep failing (a stall at a kink,
+# measured: 42 evaluations per iteration) stops there rather than spending
+# seconds on a tiny problem.
 _MAX_LINE_SEARCH = 50
 _EVALS_PER_ITERATION = 2
 
