@@ -559,7 +559,9 @@ class BaseMarginSoftmax(
         self._prototype_norms = None
         if margin.normalizes_W:
             norms = np.linalg.norm(coef, axis=1, keepdims=True)
-            self._prototype_norms = norms.ravel().copy()
+            # A tuple, not an array: fitted arrays live in the input's
+            # namespace (a device fit's too), these are host numbers.
+            self._prototype_norms = tuple(norms.ravel().tolist())
             coef = coef / norms
         constant = objective.constant
         if constant > 0:

@@ -291,6 +291,13 @@ def mean_model(models, classes):
     start.coef_ = np.ascontiguousarray(coef, dtype=dtype)
     start.constant_coef_ = np.asarray(constant, dtype=dtype)
     start.intercept_ = np.asarray(intercept, dtype=dtype)
+    # A warm start rescales normalised prototypes by the norms a fit ended
+    # with; the mean model's are the folds' mean (fold 0's copied ones
+    # would belong to another model).
+    norms = [getattr(model, "_prototype_norms", None) for model in models]
+    start._prototype_norms = (
+        None if any(n is None for n in norms) else tuple(np.mean(norms, axis=0))
+    )
     return start
 
 

@@ -191,6 +191,7 @@ def warm_start_params(estimator, objective):
     if intercept is not None:
         intercept[:] = to_numpy(estimator.intercept_)
     norms = getattr(estimator, "_prototype_norms", None)
+    norms = None if norms is None else np.asarray(norms, dtype=np.float64)
     if (
         norms is not None
         and objective.margin.normalizes_W
