@@ -38,3 +38,42 @@ def digits():
     known = y < 6
     X_known, y_known = X[known], y[known]
     return X_known[::2], y_known[::2], X_known[1::2], X[~known]
+
+
+# Tests left out of the default run (``python -m pytest``) and run by
+# ``python -m pytest -m slow`` (CI runs both), chosen by their measured
+# durations (``python -m pytest --durations=0`` on a 2-core machine): the
+# default run stays under five minutes there. Each entry is a substring of
+# the test ids it marks; a lighter configuration of each marked check stays
+# in the default run (the kernel CV search's conformance at a small grid, the
+# kernel estimator's at its defaults, the linear estimators' every loss).
+SLOW_BY_DURATION = (
+    # check_estimator on the kernel CV search at its defaults: 121 s.
+    "test_cv.py::test_sklearn_conformance[KernelMarginSoftmaxClassifierCV()-",
+    "test_cv.py::test_sklearn_conformance[KernelMarginSoftmaxClassifierCV(cv=2,gammas=['scale'],metric='diagonal'",
+    "test_cv.py::test_sklearn_conformance[MarginSoftmaxClassifierCV(cv=2,ms=[0.0,0.05],refit=False",
+    # the gallery scripts (CI also runs them in the documentation build): 45 s.
+    "test_examples.py::test_example_runs",
+    # the array API CV searches against NumPy's: 38 s.
+    "test_array_api.py::test_cv_search_equals_the_numpy_search",
+    # the kernel estimator's conformance beyond its defaults: about 70 s.
+    "test_common.py::test_sklearn_conformance[KernelMarginSoftmaxClassifier(kernel_approximation=",
+    "test_common.py::test_sklearn_conformance[KernelMarginSoftmaxClassifier(t=1.2)",
+    "test_common.py::test_sklearn_conformance[KernelMarginSoftmaxClassifier(loss=",
+    "test_common.py::test_sklearn_conformance[KernelMarginSoftmaxClassifier(centres=",
+    "test_common.py::test_sklearn_conformance[KernelMarginSoftmaxClassifier(compute_dtype=",
+    "test_common.py::test_sklearn_conformance[KernelMarginSoftmaxClassifier(metric=",
+    # SV-Softmax variants of the linear conformance: 10 s.
+    "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(t=1.2)",
+    "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(loss='arcface',t=1.2)",
+    # Dask on a local cluster: 19 s.
+    "test_dask.py::test_cluster_sv_softmax_matches_in_memory",
+    "test_dask.py::test_documented_example_runs",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of :data:`SLOW_BY_DURATION` slow."""
+    for item in items:
+        if any(pattern in item.nodeid for pattern in SLOW_BY_DURATION):
+            item.add_marker(pytest.mark.slow)
