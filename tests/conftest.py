@@ -45,8 +45,9 @@ def digits():
 # durations (``python -m pytest --durations=0`` on a 2-core machine): the
 # default run stays under five minutes there. Each entry is a substring of
 # the test ids it marks; a lighter configuration of each marked check stays
-# in the default run (the kernel CV search's conformance at a small grid, the
-# kernel estimator's at its defaults, the linear estimators' every loss).
+# in the default run (the kernel estimator's conformance at its defaults,
+# the linear estimator's for softmax, AM-Softmax and ArcFace, the linear CV
+# search's), and CI runs every marked test.
 SLOW_BY_DURATION = (
     # check_estimator on the kernel CV search at its defaults: 121 s.
     "test_cv.py::test_sklearn_conformance[KernelMarginSoftmaxClassifierCV()-",
@@ -66,9 +67,26 @@ SLOW_BY_DURATION = (
     # SV-Softmax variants of the linear conformance: 10 s.
     "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(t=1.2)",
     "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(loss='arcface',t=1.2)",
-    # Dask on a local cluster: 19 s.
-    "test_dask.py::test_cluster_sv_softmax_matches_in_memory",
+    # Dask on a local cluster, and the heavier in-memory equalities: 42 s.
+    "test_dask.py::test_cluster_",
     "test_dask.py::test_documented_example_runs",
+    "test_dask.py::test_nystroem_selects_the_in_memory_centres",
+    "test_dask.py::test_matches_in_memory_fit",
+    "test_dask.py::test_streamed_chunks_equal_persisted",
+    # the small-grid kernel CV search's conformance (25 s) and the softmax
+    # search's (7 s): the linear AM-Softmax search's stays.
+    "test_cv.py::test_sklearn_conformance[KernelMarginSoftmaxClassifierCV(cv=2,gammas=['scale',0.5]",
+    "test_cv.py::test_sklearn_conformance[MarginSoftmaxClassifierCV(Cs=",
+    # the linear conformance of the angular and multiplicative losses beyond
+    # AM-Softmax, softmax and ArcFace: 12 s.
+    "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(loss='normface')",
+    "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(loss='l-softmax')",
+    "test_common.py::test_sklearn_conformance[MarginSoftmaxClassifier(loss='a-softmax')",
+    # a collapsing L-Softmax fit and compare's plots and width tables: 19 s.
+    "test_reliability.py::test_collapsed_l_softmax_warns_and_names_the_cause",
+    "test_compare_runs.py::test_plot_keeps_title_legend_and_labels_inside_and_apart",
+    "test_compare_rbf.py::test_tables_state_the_width_and_the_gamma_bases",
+    "test_compare_rbf.py::test_a_tuned_gamma_overrides_auto_and_reads_as_its_multiple",
 )
 
 
