@@ -48,7 +48,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from sklmargin.estimators._base import fit_path
+from sklmargin.estimators._fit_path import fit_path
 
 DATASETS = ("satimage", "usps", "letter")
 MODELS = ("linear", "kernel", "lr", "svc", "linearsvc")

@@ -26,7 +26,7 @@ from sklmargin import (
     MarginSoftmaxClassifier,
     MarginSoftmaxClassifierCV,
 )
-from sklmargin.estimators._base import fit_path
+from sklmargin.estimators._fit_path import fit_path
 from sklmargin.model_selection._calibration import (
     T_MAX,
     T_MIN,

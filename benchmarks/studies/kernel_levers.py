@@ -34,7 +34,7 @@ from _common import add_data_argument, load_split, machine, now, pinned_blas, ve
 from sklearn.preprocessing import StandardScaler
 
 from sklmargin import KernelMarginSoftmaxClassifier
-from sklmargin.estimators._base import fit_path
+from sklmargin.estimators._fit_path import fit_path
 
 DATASETS = "segment,dna,satimage,pendigits,usps,letter,vowel"
 

@@ -27,15 +27,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import (
-    check_consistent_length,
-    column_or_1d,
-    validate_data,
-)
 
 from .._utils.array_api import (
-    host_inputs,
-    input_namespace,
     is_dask,
     max_abs,
     numpy_dtype,
@@ -46,7 +39,6 @@ from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
-    accepted_rows,
     check_feature_scales,
     check_logit_range,
     check_sample_and_class_weight,
@@ -69,86 +61,9 @@ from ..solver._start import (
     weighted_class_sums,
 )
 from ._device import move_fitted_to_device
+from ._fit_path import fit_path, validate_training_data
 from ._predict import MarginPredictMixin
 from ._scale import resolve_scale
-
-
-def validate_training_data(estimator, X, y, sample_weight, xp):
-    """``(X, y, sample_weight)``: ``X`` checked in its namespace, the rest on the host.
-
-    Labels and weights follow ``X`` ("everything follows X", as scikit-learn):
-    array API ones come to the host (``n`` numbers each), where the NumPy code
-    checks and encodes them, so ``class_weight`` and every weighted statistic
-    are the NumPy fit's.
-    """
-    y, sample_weight = host_inputs(y, sample_weight)
-    if xp is None:
-        X, y = validate_data(estimator, X, y, order="C", **accepted_rows(None))
-        return X, y, sample_weight
-    X = validate_data(estimator, X, **accepted_rows(xp))
-    y = column_or_1d(y, warn=True)
-    check_consistent_length(X, y)
-    return X, y, sample_weight
-
-
-def fit_path(
-    estimator, X, y, sample_weight=None, steps=({},), *, mapped=None,
-    warn_scale=True,
-):  # fmt: skip
-    """Fit ``estimator`` at each of ``steps`` in turn; yield it after each fit.
-
-    The explicit path, as scikit-learn's ``_logistic_regression_path``: the
-    rows are validated, transformed, mapped, lifted and normalised once, and
-    every step (a dict of parameters set before its fit: the path's ``s`` or
-    ``C``, and ``tol``) is fitted on them, from the previous solution when
-    ``warm_start`` is set. A loss whose start reads the mapped rows before
-    normalisation (L-Softmax) prepares them at every step.
-
-    Parameters
-    ----------
-    estimator : BaseMarginSoftmax
-    X, y, sample_weight
-        The training rows, as ``fit`` takes them (in memory).
-    steps : sequence of dict, default=({},)
-        The parameters of each point, in order; one empty step is ``fit``.
-    mapped : tuple, default=None
-        A CV fold's ``(feature_map, mapped rows of X)``
-        (:meth:`BaseMarginSoftmax._fold_features`): used as they are, with
-        no input transform of their own.
-    warn_scale : bool, default=True
-        Whether to warn about the feature scales (FeatureScaleWarning); a
-        search warns once, at its refit, not per fold and grid point.
-
-    Yields
-    ------
-    estimator
-        Fitted at the step just taken.
-    """
-    xp, device = input_namespace(X) or (None, None)
-    kept = []
-
-    def training_rows(margin):
-        keep_features = margin.start == "softmax-solution"
-        if not kept or keep_features:
-            kept[:] = [
-                estimator._training_rows(
-                    X,
-                    y,
-                    sample_weight,
-                    xp,
-                    device,
-                    margin,
-                    mapped,
-                    warn_scale,
-                    keep_features,
-                )  # fmt: skip
-            ]
-        return kept[0]
-
-    for step in steps:
-        estimator.set_params(**step)
-        yield estimator._fit_rows(training_rows, xp, device)
-
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).

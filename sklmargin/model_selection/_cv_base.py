@@ -46,7 +46,7 @@ from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import check_weights, encode_labels
-from ..estimators._base import fit_path, validate_training_data
+from ..estimators._fit_path import fit_path, validate_training_data
 from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature

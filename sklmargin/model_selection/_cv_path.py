@@ -4,7 +4,7 @@ A job is one fold at one *map point* (the kernel width ``gamma``; nothing for
 the linear estimator). The fold's training rows are mapped once and its
 held-out rows once (:meth:`BaseMarginSoftmax._fold_features`), then every inner
 grid point (the margin ``m``) runs its warm-started path over ``s`` (or ``C``)
-on those mapped rows (:func:`~sklmargin.estimators._base.fit_path`, which
+on those mapped rows (:func:`~sklmargin.estimators._fit_path.fit_path`, which
 prepares them once for the path). Each path point is scored from one pass of
 margin-free logits over the held-out rows, which are kept for the temperature
 fit. Array API rows are cut and mapped where they live; only the held-out
@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
-from ..estimators._base import fit_path
+from ..estimators._fit_path import fit_path
 
 
 class PathGrid(NamedTuple):
