@@ -43,12 +43,12 @@ def test_numpy_typed_namespace_fits_like_cupy(data, monkeypatch):
     """
     from sklmargin._utils.array_api import numpy_dtype
     from sklmargin._utils.compat import array_api_compat
-    from sklmargin.estimators import _base
+    from sklmargin.estimators import _fit_path
 
     xp = array_api_compat.array_namespace(np.zeros(1))
     assert numpy_dtype(xp.float64) == np.dtype("float64")
     X, y = data
-    monkeypatch.setattr(_base, "input_namespace", lambda X: (xp, "cpu"))
+    monkeypatch.setattr(_fit_path, "input_namespace", lambda X: (xp, "cpu"))
     fitted = MarginSoftmaxClassifier().fit(X, y)
     monkeypatch.undo()
     reference = MarginSoftmaxClassifier().fit(X, y)
