@@ -1,7 +1,7 @@
 """The public cross-validated estimators: their signatures and docs.
 
 Each class declares its ``__init__`` (scikit-learn reads the parameters from
-the signature; :func:`~sklmargin.model_selection._cv_base.store_params`
+the signature; :func:`~sklmargin.model_selection._cv_grid.store_params`
 stores them verbatim) and its estimator class. Every parameter it shares with
 that estimator is validated by the estimator's own constraints and passed on
 (:meth:`_BaseMarginSoftmaxCV._shared_params`). The parameter descriptions the
@@ -31,7 +31,7 @@ from ..features._input_transform import apply_input_transform
 from ..features._kernel_features import gamma_factor, resolve_gamma
 from ..losses._base import Margin
 from ..losses._registry import LOSS_NAMES
-from ._cv_base import _BaseMarginSoftmaxCV, store_params
+from ._cv_base import _BaseMarginSoftmaxCV
 from ._cv_docs import KERNEL_PARAMS_DOC, SHARED_PARAMS_DOC, fill_docs
 from ._cv_grid import (
     _DEFAULT_GAMMAS,
@@ -40,6 +40,7 @@ from ._cv_grid import (
     _check_gamma,
     _valid_values,
     _write_factor,
+    store_params,
 )
 from ._edges import fold_scores_near, warn_grid_edges
 

@@ -29,7 +29,6 @@ model or the fold models.
 from __future__ import annotations
 
 import copy
-import itertools
 from numbers import Integral
 
 import numpy as np
@@ -52,6 +51,7 @@ from ..losses._registry import get_margin
 from ._calibration import fit_temperature
 from ._cv_grid import (
     _check_positive,
+    _grid_points,
     _ok,
     _valid_values,
     default_margins,
@@ -61,7 +61,7 @@ from ._cv_path import (
     Head,
     PathGrid,
     check_folds,
-    finish_fold,
+    finish_chosen_folds,
     fit_fold,
     full_class_logits,
     mean_model,
@@ -447,40 +447,17 @@ class _BaseMarginSoftmaxCV(
         """Finish the fold models ``refit=False`` keeps (nothing to do here)."""
 
     def _finish_chosen(self, tol, data, folds, points, best, scored):
-        """Fit the folds' models at the chosen point on to ``tol``.
+        """Fit the folds' models at the chosen point ``best`` on to ``tol``.
 
-        The path's fits stop at the looser ``path_tol``; the refit's chosen
-        point, the model the user gets, is fitted to ``tol``. The temperature
-        must be fitted on held-out logits of models of that kind: the path's
-        models are less sharp, and a temperature fitted on them
-        over-sharpens the final model's probabilities. So each fold's model
-        at the chosen point continues, warm-started, until its stop test at
-        ``tol`` holds (:func:`finish_fold`), and its held-out logits replace
-        the path's for the temperature; the refit starts from their mean.
-        (Finishing the three best points and choosing again among them was
-        measured and not kept: twice the cost, no better choice.)
-
-        Returns
-        -------
-        list of PathPoint
-            Each fold's finished point at ``best``, with its model.
+        The temperature must come from models of the refit's kind, not the
+        path's looser ones (:func:`finish_chosen_folds`). Returns each fold's
+        finished :class:`PathPoint`, with its model.
         """
-        scorer = self._scorer()
-        jobs = [
-            delayed(finish_fold)(
-                [points[f][best].model],
-                data,
-                train,
-                test,
-                scorer,
-                self.classes_,
-                tol,
-                scored[f],
-            )  # fmt: skip
-            for f, (train, test) in enumerate(folds)
-        ]
-        done = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(jobs)
-        return [fold[0] for fold in done]
+        models = [points[f][best].model for f in range(len(folds))]
+        return finish_chosen_folds(
+            models, data, folds, self._scorer(), self.classes_, tol, scored,
+            self.n_jobs, self.verbose,
+        )  # fmt: skip
 
     def _fit_folds(self, base, data, folds, scored, heads, axes, keep_models=False):
         """Fit every fold at every grid point: ``(grid_points, points)``.
@@ -615,21 +592,3 @@ class _BaseMarginSoftmaxCV(
         # (torch, CuPy, array-api-strict).
         tags.array_api_support = True
         return tags
-
-
-def store_params(estimator, params):
-    """Store an ``__init__``'s arguments, ``locals()``, verbatim as attributes.
-
-    Called first in ``__init__``, so ``params`` holds exactly the signature's
-    parameters (and ``self``): scikit-learn's ``get_params`` reads them back
-    by the signature's names.
-    """
-    for name, value in params.items():
-        if name != "self":
-            setattr(estimator, name, value)
-
-
-def _grid_points(axes, names):
-    """Return the grid over ``names`` as dicts, in lexicographic order."""
-    grids = [axes[name] for name in names]
-    return [dict(zip(names, point, strict=True)) for point in itertools.product(*grids)]

@@ -8,6 +8,7 @@ the kernel search's widths written as multiples of ``gamma="scale"``
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -143,3 +144,21 @@ def _check_gamma(gamma):
             'gammas must hold "scale", "<factor>*scale" (e.g. "2*scale") or '
             f"finite positive floats (RBF widths); got gamma={gamma!r}."
         ) from None
+
+
+def store_params(estimator, params):
+    """Store an ``__init__``'s arguments, ``locals()``, verbatim as attributes.
+
+    Called first in ``__init__``, so ``params`` holds exactly the signature's
+    parameters (and ``self``): scikit-learn's ``get_params`` reads them back
+    by the signature's names.
+    """
+    for name, value in params.items():
+        if name != "self":
+            setattr(estimator, name, value)
+
+
+def _grid_points(axes, names):
+    """Return the grid over ``names`` as dicts, in lexicographic order."""
+    grids = [axes[name] for name in names]
+    return [dict(zip(names, point, strict=True)) for point in itertools.product(*grids)]
