@@ -17,8 +17,10 @@ from sklearn.utils.multiclass import check_classification_targets
 
 
 def accepted_rows(xp):
+    from .array_api import NUMPY
+
     """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
-    if xp is None:
+    if xp is NUMPY:
         return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
     return {"dtype": [xp.float64, xp.float32]}
 
