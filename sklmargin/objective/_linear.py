@@ -74,9 +74,7 @@ def margin_free_logits(
     wide = wide_dtype(xp, device)
     dtype, np_dtype = X.dtype, numpy_dtype(X.dtype)
     remedy = "predict with float64 input, or refit with a smaller s"
-    intercept = to_numpy(intercept).astype(np_dtype, copy=False)
-    if xp is not NUMPY:
-        intercept = to_device(intercept, xp, device)
+    intercept = to_device(to_numpy(intercept), xp, device, dtype)
     if not margin.uses_angle:
         raw = times_transposed(X, to_numpy(coef), dtype)
         # Checked like the angle losses' scale: s = 1e39 cast to float32 is inf.
@@ -372,11 +370,7 @@ class LinearMarginObjective(ObjectiveBase):
     def _widened(self, array):
         # copy=False: logits the raw-logit check already computed wide are
         # not copied a second time by the scale check
-        if array is None:
-            return None
-        if self.xp is NUMPY:
-            return array.astype(np.float64, copy=False)
-        return self.xp.astype(array, self.wide, copy=False)
+        return None if array is None else self.xp.astype(array, self.wide, copy=False)
 
     def _pointwise(self, cos, scale, intercept, *, lam=0.0, state=None, **kwargs):
         """Run the pointwise layer on ``cos`` (overwritten), ``intercept`` on host."""

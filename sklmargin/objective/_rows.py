@@ -246,9 +246,7 @@ def lifted_cosines(
     cos = times_transposed(X, coef, dtype)
     if lift is not None:
         shift = constant * np.asarray(lift, dtype=np.float64)
-        cos += (
-            shift.astype(dtype) if xp is NUMPY else to_device(shift, xp, device, dtype)
-        )
+        cos += to_device(shift, xp, device, dtype)
     if unit_rows:
         return cos, None, w_norm
     with np.errstate(over="ignore"):
