@@ -170,7 +170,7 @@ class BaseMarginSoftmax(
         """Learn the input transform from rows ``take(rows)`` (None: none)."""
         return None
 
-    def _transform_input(self, X, xp=NUMPY, device="cpu"):
+    def _transform_input(self, X):
         """Map validated rows by the fitted ``input_transform_`` (if any).
 
         Every prediction path calls it before the feature map (the Dask chunks
@@ -187,7 +187,7 @@ class BaseMarginSoftmax(
         """
         return X
 
-    def _map_features(self, X, xp=NUMPY, device="cpu"):
+    def _map_features(self, X):
         """Map validated (and transformed) rows by the fitted feature map."""
         return X
 
@@ -530,14 +530,14 @@ class BaseMarginSoftmax(
         )
 
     # -- prediction (the public methods: MarginPredictMixin) ------------------
-    def _model_logits(self, X, xp=NUMPY, device="cpu"):
+    def _model_logits(self, X):
         """Margin-free logits of validated rows, in their dtype and namespace.
 
         In ``X``'s dtype whatever precision a kernel map computed in: a
         float64 model asked about float32 rows casts its logits, refused
         (ValueError) where float32 cannot hold them.
         """
-        features = self._map_features(self._transform_input(X, xp, device), xp, device)
+        features = self._map_features(self._transform_input(X))
         logits = self._logits_of_features(features)
         if logits.dtype == X.dtype:
             return logits

@@ -12,7 +12,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._utils.array_api import NUMPY, numpy_dtype, take_rows, to_numpy
+from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
+    numpy_dtype,
+    take_rows,
+    to_numpy,
+)
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
@@ -494,7 +500,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             self.feature_map_, features = mapped
             self._fitted_map_key = None
         elif self._keeps_fitted_map(X, xp):  # warm_start: the previous map
-            features = self._map_features(X, xp, device)
+            features = self._map_features(X)
         else:
             # The key of the rows as received (before the compute dtype), as
             # _fit_input_transform compares it.
@@ -510,8 +516,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features
 
-    def _map_features(self, X, xp=NUMPY, device="cpu"):
-        return self._kernel_features().transform(X, xp)
+    def _map_features(self, X):
+        return self._kernel_features().transform(X, get_namespace(X)[0])
 
     def _fold_features(self, X_train, sample_weight, X_test, xp=NUMPY, device="cpu"):
         kernel = self._kernel_features()

@@ -50,7 +50,7 @@ from ._device import device_labels, device_probabilities
 class MarginPredictMixin:
     """The predictions of every margin-softmax classifier, from one logits pass.
 
-    A class supplies ``_model_logits(X, xp, device)`` on each model that
+    A class supplies ``_model_logits(X)`` on each model that
     predicts (the logits of validated rows in their namespace) and, to
     predict with several models or to calibrate, overrides
     :meth:`_predicting_models` and :meth:`_combined_logits`.
@@ -77,7 +77,7 @@ class MarginPredictMixin:
             name = f"{type(self).__name__}.{method}()"
             check_same_namespace(fitted, X, name, method, xp, device)
         X = validate_data(self, X, reset=False, **accepted_rows(xp))
-        pairs = [(model, model._model_logits(X, xp, device)) for model in models]
+        pairs = [(model, model._model_logits(X)) for model in models]
         return X, xp, device, pairs
 
     def _combined_logits(self, pairs, method, xp):
@@ -100,7 +100,7 @@ class MarginPredictMixin:
     def _read(self, method, X, xp, device, pairs):
         """``method``'s result, read from the models' logits ``pairs`` of ``X``."""
         if method == "score_samples":  # each model's score, averaged
-            scores = [open_set_score(model, X, z, xp, device) for model, z in pairs]
+            scores = [open_set_score(model, X, z) for model, z in pairs]
             if len(scores) == 1:
                 return scores[0]
             return xp.mean(xp.stack(scores), axis=0)

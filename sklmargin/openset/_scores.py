@@ -97,14 +97,13 @@ def log_max_probability(logits, temperature=1.0):
     return -xp.log(xp.sum(xp.exp(shifted), axis=1))
 
 
-def open_set_score(model, X, logits, xp=NUMPY, device="cpu"):
+def open_set_score(model, X, logits):
     """``score_samples`` of one fitted model from its logits of validated rows ``X``.
 
     The log maximum probability at the model's temperature plus, for a
     Nyström map, the log-kernel to the nearest centre of the rows the map
     sees; in float64 (the widest float of ``X``'s device), in ``X``'s
-    namespace and on its device (``xp``, ``device``, as
-    :func:`~sklmargin._utils.array_api.get_namespace` gives them).
+    namespace and on its device.
     """
     score = log_max_probability(logits, open_set_temperature(model.s_))
     # The Nyström map's own distance term; other maps have no centres.
@@ -112,4 +111,4 @@ def open_set_score(model, X, logits, xp=NUMPY, device="cpu"):
     nearest = getattr(feature_map, "nearest_centre_log_similarity", None)
     if nearest is None:
         return score
-    return score + nearest(model._transform_input(X, xp, device))
+    return score + nearest(model._transform_input(X))
