@@ -195,6 +195,8 @@ def wide_dtype(xp, device):
 
 def in_float64(xp, device, *arrays):
     """Return ``arrays`` in float64: in ``xp``, or on the host (no float64)."""
+    if xp is NUMPY:  # the arrays' own astype: a CSR block stays CSR
+        return [array.astype(np.float64) for array in arrays]
     if wide_dtype(xp, device) == xp.float64:
         return [xp.astype(array, xp.float64) for array in arrays]
     return [to_numpy(array).astype(np.float64) for array in arrays]

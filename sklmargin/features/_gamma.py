@@ -22,9 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._utils.array_api import (
+    NUMPY,
     RowBlockWriter,
     get_namespace,
-    is_dask,
     row_blocks,
     to_device,
     wide_dtype,
@@ -82,8 +82,8 @@ def weighted_sum(X, sample_weight, mean=None) -> float:
         if mean is None:
             per_row.write(rows, xp.sum(X[rows, :], axis=1, dtype=wide))
             continue
-        block = X[rows, :]  # Dask rows: their own astype (np.astype computes them)
-        block = block.astype(wide) if is_dask(block) else xp.astype(block, wide)
+        block = X[rows, :]  # host rows (Dask's too: lazy) by their own astype
+        block = block.astype(wide) if xp is NUMPY else xp.astype(block, wide)
         centred = block - float(mean)
         if isinstance(centred, np.ndarray):
             per_row.write(rows, np.einsum("ij,ij->i", centred, centred))
