@@ -15,10 +15,10 @@ import warnings
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
+from .array_api import NUMPY
+
 
 def accepted_rows(xp):
-    from .array_api import NUMPY
-
     """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
     if xp is NUMPY:
         return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
