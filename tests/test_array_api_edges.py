@@ -48,7 +48,7 @@ def test_numpy_typed_namespace_fits_like_cupy(data, monkeypatch):
     xp = array_api_compat.array_namespace(np.zeros(1))
     assert numpy_dtype(xp.float64) == np.dtype("float64")
     X, y = data
-    monkeypatch.setattr(_fit_path, "input_namespace", lambda X: (xp, "cpu"))
+    monkeypatch.setattr(_fit_path, "get_namespace", lambda X, **_: (xp, "cpu"))
     fitted = MarginSoftmaxClassifier().fit(X, y)
     monkeypatch.undo()
     reference = MarginSoftmaxClassifier().fit(X, y)

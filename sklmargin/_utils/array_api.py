@@ -7,10 +7,9 @@ device, with the code NumPy input runs. This module is the one home of what
 that code asks about arrays, written as small own helpers rather than
 scikit-learn's private ones:
 
-* which namespace: :func:`input_namespace` (a user's input: ``None`` for NumPy,
-  sparse, Dask or dispatch off), :func:`input_namespace_or_numpy` (the same,
-  NumPy's namespace for host input) and :func:`rows_namespace` (validated
-  rows, with the wide dtype accumulations run in, :func:`wide_dtype`);
+* which namespace: :func:`get_namespace`, always a namespace (:data:`NUMPY`
+  for NumPy, sparse and Dask rows, and for a user's input with dispatch off),
+  and the wide dtype accumulations run in (:func:`wide_dtype`);
 * moving arrays: :func:`to_numpy`, :func:`to_device`, :func:`take_rows`,
   :func:`host_inputs` and :func:`host_weights` (labels and weights of any
   namespace on the host: "everything follows X"), :func:`move_fitted_arrays`
@@ -62,49 +61,44 @@ def is_dask(X):
     return type(X).__module__.startswith("dask.")
 
 
-def input_namespace(X):
-    """``(xp, device)`` of an array API input under dispatch, else None.
+#: NumPy as an array API namespace: NumPy itself from 2.1 on (it then has
+#: ``astype``, ``concat``, ``clip(min=)`` and ``device=``), array_api_compat's
+#: wrapper of it on older NumPy. :func:`get_namespace` returns it for host
+#: rows, and ``xp is NUMPY`` marks the NumPy code path (in-place leaf kernels,
+#: sparse products).
+NUMPY = (
+    np
+    if np.lib.NumpyVersion(np.__version__) >= "2.1.0" or array_api_compat is None
+    else array_api_compat.numpy
+)
 
-    None for NumPy arrays, sparse matrices, lists, data frames and Dask
-    collections, and for any input while dispatch is off (scikit-learn then
-    converts it with ``np.asarray``, its usual behaviour): those take the
-    NumPy code path, which this check leaves as it was (one ``isinstance``
-    for an ndarray).
+
+def get_namespace(X, *, user_input=False):
+    """Return ``(xp, device)``: the namespace ``X`` computes in, and its device.
+
+    :data:`NUMPY` and ``"cpu"`` for NumPy arrays, sparse matrices, lists, data
+    frames and Dask collections (the maps and chunks read Dask as NumPy), the
+    array's own array API namespace and device otherwise. ``xp`` is always a
+    namespace: ``xp is NUMPY`` tells the NumPy path.
+
+    Parameters
+    ----------
+    X : array-like
+    user_input : bool, default=False
+        ``X`` is what a user passed to ``fit`` or ``predict``: an array API
+        array counts as one only under ``sklearn.set_config(
+        array_api_dispatch=True)``, scikit-learn's rule (with dispatch off
+        scikit-learn converts it with ``np.asarray``). Validated rows, which
+        are in their namespace already, pass False.
     """
-    if isinstance(X, np.ndarray) or _is_host(X) or not dispatch_enabled():
-        return None
-    if is_dask(X):
+    if isinstance(X, np.ndarray) or _is_host(X) or is_dask(X):
         # array_api_compat wraps Dask arrays too, but the estimators have a
         # Dask path and the maps read Dask as NumPy (the documented
         # behaviour): the device path would make their fitted arrays Dask.
-        return None
-    xp = array_api_compat.array_namespace(X)
-    return xp, array_api_compat.device(X)
-
-
-def input_namespace_or_numpy(X):
-    """``(xp, device, on_device)`` of an input: :func:`input_namespace`'s, else NumPy's.
-
-    The feature maps compute in ``xp`` either way; ``on_device`` says whether
-    their fitted arrays then move to ``device``.
-    """
-    found = input_namespace(X)
-    if found is None:
-        return array_api_compat.array_namespace(np.empty(0)), "cpu", False
-    return (*found, True)
-
-
-def rows_namespace(X):
-    """``(xp, device, wide)`` of validated rows (or labels); ``xp`` None for NumPy.
-
-    ``wide`` is the dtype accumulations run in: float64, or float32 on a
-    device without float64 (Apple's MPS). None marks the NumPy leaf kernels.
-    """
-    if isinstance(X, np.ndarray) or sparse.issparse(X):
-        return None, "cpu", np.float64
-    xp = array_api_compat.array_namespace(X)
-    device = array_api_compat.device(X)
-    return xp, device, wide_dtype(xp, device)
+        return NUMPY, "cpu"
+    if user_input and not dispatch_enabled():
+        return NUMPY, "cpu"
+    return array_api_compat.array_namespace(X), array_api_compat.device(X)
 
 
 def namespace_name(array):
@@ -156,7 +150,7 @@ def take_rows(X, indices, xp, device):
     ``xp.take`` on a device: the array API standard indexes with arrays of
     its own namespace only (array-api-strict enforces it).
     """
-    if xp is None:
+    if xp is NUMPY:
         return X[indices]
     indices = to_device(np.asarray(indices, dtype=np.int64), xp, device)
     return xp.take(X, indices, axis=0)
@@ -194,11 +188,15 @@ def wide_dtype(xp, device):
     Accumulations (norms, sums, the loss) run in it, as the NumPy path's run
     in float64.
     """
+    if xp is NUMPY:
+        return np.float64
     return xp.float64 if float64_supported(xp, device) else xp.float32
 
 
 def in_float64(xp, device, *arrays):
     """Return ``arrays`` in float64: in ``xp``, or on the host (no float64)."""
+    if xp is NUMPY:  # the arrays' own astype: a CSR block stays CSR
+        return [array.astype(np.float64) for array in arrays]
     if wide_dtype(xp, device) == xp.float64:
         return [xp.astype(array, xp.float64) for array in arrays]
     return [to_numpy(array).astype(np.float64) for array in arrays]
@@ -257,8 +255,8 @@ def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
         What the user called, for the message (``"NystroemFeatures.transform()"``).
     method : str
         The method's name (``"transform"``).
-    xp, device : namespace and device of ``X``, or None for host input
-        As returned by :func:`input_namespace`.
+    xp, device : namespace and device of ``X``
+        As returned by :func:`get_namespace` (``user_input=True``).
     verb : str, default="predict"
         What the user would do on the device, for the dispatch-off hint.
 
@@ -268,12 +266,12 @@ def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
         Naming both namespaces (or both devices) and the remedies.
     """
     fitted_name = namespace_name(fitted)
-    given = "numpy" if xp is None else namespace_name(X)
+    given = "numpy" if xp is NUMPY else namespace_name(X)
     if fitted_name == given:
         fitted_device = (
             array_api_compat.device(fitted) if fitted_name != "numpy" else "cpu"
         )
-        if xp is None or fitted_device == device:
+        if xp is NUMPY or fitted_device == device:
             return
         detail = f"Devices used during fit ({fitted_device}) and {method} ({device})"
     else:
@@ -299,15 +297,15 @@ def check_same_namespace(fitted, X, name, method, xp, device, verb="predict"):
 def check_fit_input(transformer, X, sample_weight, accept_sparse=False):
     """Validate a feature map's ``fit`` input.
 
-    Returns ``(X, sample_weight, xp, device, on_device)``: ``X`` validated in
-    its namespace (:func:`input_namespace_or_numpy`), the weights on the host
+    Returns ``(X, sample_weight, xp, device)``: ``X`` validated in its
+    namespace (:func:`get_namespace`), the weights on the host
     (:func:`host_weights`).
     """
-    xp, device, on_device = input_namespace_or_numpy(X)
+    xp, device = get_namespace(X, user_input=True)
     X = validate_data(
         transformer, X, accept_sparse=accept_sparse, dtype=[xp.float64, xp.float32]
     )
-    return X, host_weights(sample_weight, X.shape[0]), xp, device, on_device
+    return X, host_weights(sample_weight, X.shape[0]), xp, device
 
 
 def check_transform_input(transformer, X, fitted, accept_sparse=False):
@@ -318,10 +316,10 @@ def check_transform_input(transformer, X, fitted, accept_sparse=False):
     is refused with the estimators' message (:func:`check_same_namespace`).
     """
     check_is_fitted(transformer)
-    xp, device, on_device = input_namespace_or_numpy(X)
+    xp, device = get_namespace(X, user_input=True)
     check_same_namespace(
         getattr(transformer, fitted), X, f"{type(transformer).__name__}.transform()",
-        "transform", *((xp, device) if on_device else (None, None)), verb="transform",
+        "transform", xp, device, verb="transform",
     )  # fmt: skip
     X = validate_data(
         transformer, X, accept_sparse=accept_sparse,

@@ -15,10 +15,12 @@ import warnings
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
+from .array_api import NUMPY
+
 
 def accepted_rows(xp):
     """``validate_data``'s dtype (and sparse) options for rows of ``xp``."""
-    if xp is None:
+    if xp is NUMPY:
         return {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
     return {"dtype": [xp.float64, xp.float32]}
 

@@ -1,7 +1,7 @@
 """BaseMarginSoftmax: one fit and one predict for NumPy, array API and Dask input.
 
 Fit runs the same steps for every in-memory input, written once against the
-input's array namespace ``xp`` (``None``: NumPy and SciPy sparse rows):
+input's array namespace ``xp`` (``NUMPY`` for NumPy and SciPy sparse rows):
 validation, with labels and weights encoded on the host; the learned input
 transform and the feature map (the subclasses' hooks); row norms, the lift
 constant and the unit rows; the objective; a warm or cold start and the L-BFGS
@@ -29,13 +29,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
     is_dask,
     max_abs,
     numpy_dtype,
     to_device,
     to_numpy,
 )
-from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
+from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
 from .._utils.validation import (
@@ -154,9 +156,9 @@ class BaseMarginSoftmax(
     }
 
     # -- hooks (identity for the linear estimator) ---------------------------
-    # ``xp``/``device``: the rows' namespace and device, None for NumPy.
+    # ``xp``/``device``: the rows' namespace and device (NUMPY, "cpu" for NumPy).
     def _fit_input_transform(
-        self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
+        self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu", learn=True
     ):
         """Learn the input transform (if any) and return the transformed ``X``.
 
@@ -168,18 +170,16 @@ class BaseMarginSoftmax(
         """Learn the input transform from rows ``take(rows)`` (None: none)."""
         return None
 
-    def _transform_input(self, X, xp=None, device=None):
+    def _transform_input(self, X):
         """Map validated rows by the fitted ``input_transform_`` (if any).
 
         Every prediction path calls it before the feature map (the Dask chunks
         through the NumPy methods); a model without the attribute (the linear
         estimator, pickles from before the metric) maps nothing.
         """
-        return apply_input_transform(
-            X, getattr(self, "input_transform_", None), xp, device
-        )
+        return apply_input_transform(X, getattr(self, "input_transform_", None))
 
-    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, mapped=None):
+    def _fit_feature_map(self, X, sample_weight, xp=NUMPY, device="cpu", mapped=None):
         """Fit the feature map (if any) and return the mapped training rows.
 
         ``mapped`` is a CV fold's ``(feature_map, mapped rows)``
@@ -187,11 +187,11 @@ class BaseMarginSoftmax(
         """
         return X
 
-    def _map_features(self, X, xp=None, device=None):
+    def _map_features(self, X):
         """Map validated (and transformed) rows by the fitted feature map."""
         return X
 
-    def _fold_features(self, X_train, sample_weight, X_test, xp=None, device=None):
+    def _fold_features(self, X_train, sample_weight, X_test, xp=NUMPY, device="cpu"):
         """``(feature_map, training features, held-out features)`` of a CV fold.
 
         The CV estimators map a fold once and fit every grid point on the
@@ -273,14 +273,14 @@ class BaseMarginSoftmax(
                 )
         largest = None
         if rows.norms is not None:
-            largest = np.array([float((np if xp is None else xp).max(rows.norms))])
+            largest = np.array([float(xp.max(rows.norms))])
         checked_logit_scale(
             margin, s, largest, np.ones(len(classes)), numpy_dtype(rows.X.dtype),
             "lower s, or scale the data (e.g. StandardScaler)",
         )  # fmt: skip
         # The labels live where the rows do (the objective indexes with them).
         y_rows = y_encoded
-        if xp is not None:
+        if xp is not NUMPY:
             y_rows = to_device(y_encoded.astype(np.int64), xp, device)
 
         def objective_of(rows, margin, m, s):
@@ -305,7 +305,7 @@ class BaseMarginSoftmax(
             lambda: weighted_class_sums(rows.X, y_rows, sample_weight, len(classes)),
             softmax_problem,
         )
-        if xp is not None:
+        if xp is not NUMPY:
             move_fitted_to_device(self, xp, device)
         return self
 
@@ -325,14 +325,14 @@ class BaseMarginSoftmax(
             and not margin.stateful
         )
 
-    def _check_training_data(self, X, y, sample_weight, xp=None, warn_scale=True):
+    def _check_training_data(self, X, y, sample_weight, xp=NUMPY, warn_scale=True):
         """Return validated rows, classes, encoded labels and host weights."""
         X, y, sample_weight = validate_training_data(self, X, y, sample_weight, xp)
         classes, y_encoded = encode_labels(y)
         sample_weight = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
-        if warn_scale and xp is None:
+        if warn_scale and xp is NUMPY:
             check_feature_scales(
                 X,
                 sample_weight,
@@ -530,14 +530,14 @@ class BaseMarginSoftmax(
         )
 
     # -- prediction (the public methods: MarginPredictMixin) ------------------
-    def _model_logits(self, X, xp=None, device=None):
+    def _model_logits(self, X):
         """Margin-free logits of validated rows, in their dtype and namespace.
 
         In ``X``'s dtype whatever precision a kernel map computed in: a
         float64 model asked about float32 rows casts its logits, refused
         (ValueError) where float32 cannot hold them.
         """
-        features = self._map_features(self._transform_input(X, xp, device), xp, device)
+        features = self._map_features(self._transform_input(X))
         logits = self._logits_of_features(features)
         if logits.dtype == X.dtype:
             return logits
@@ -545,7 +545,7 @@ class BaseMarginSoftmax(
             max_abs(logits), numpy_dtype(X.dtype),
             f"predict on {numpy_dtype(logits.dtype)} rows, or refit with a lower s",
         )  # fmt: skip
-        return array_api_compat.array_namespace(logits).astype(logits, X.dtype)
+        return get_namespace(logits)[0].astype(logits, X.dtype)
 
     def _logits_of_features(self, features):
         """Margin-free logits of rows (any namespace) mapped by ``feature_map_``."""

@@ -15,7 +15,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils.array_api import host_inputs, input_namespace
+from .._utils.array_api import NUMPY, get_namespace, host_inputs
 from .._utils.validation import accepted_rows
 
 
@@ -28,8 +28,8 @@ def validate_training_data(estimator, X, y, sample_weight, xp):
     are the NumPy fit's.
     """
     y, sample_weight = host_inputs(y, sample_weight)
-    if xp is None:
-        X, y = validate_data(estimator, X, y, order="C", **accepted_rows(None))
+    if xp is NUMPY:
+        X, y = validate_data(estimator, X, y, order="C", **accepted_rows(NUMPY))
         return X, y, sample_weight
     X = validate_data(estimator, X, **accepted_rows(xp))
     y = column_or_1d(y, warn=True)
@@ -70,7 +70,7 @@ def fit_path(
     estimator
         Fitted at the step just taken.
     """
-    xp, device = input_namespace(X) or (None, None)
+    xp, device = get_namespace(X, user_input=True)
     kept = []
 
     def training_rows(margin):

@@ -12,7 +12,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._utils.array_api import numpy_dtype, take_rows, to_numpy
+from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
+    numpy_dtype,
+    take_rows,
+    to_numpy,
+)
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
@@ -383,7 +389,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         return features
 
     def _fit_input_transform(
-        self, X, y_encoded, sample_weight, xp=None, device=None, learn=True
+        self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu", learn=True
     ):
         """Learn the input metric (``metric``) and return the transformed ``X``.
 
@@ -398,33 +404,33 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             self._set_input_transform(None)
             return X
         if self._keeps_fitted_map(X, xp):  # warm_start: the previous transform
-            return apply_input_transform(X, self.input_transform_, xp, device)
+            return apply_input_transform(X, self.input_transform_)
         keys = training_row_keys(X)
 
         def take(rows):
-            part = X[rows] if xp is None else to_numpy(take_rows(X, rows, xp, device))
+            part = X[rows] if xp is NUMPY else to_numpy(take_rows(X, rows, xp, device))
             return part, y_encoded[rows], sample_weight[rows]
 
         transform = self._learn_input_transform(
             X.shape, numpy_dtype(X.dtype), take, keys
         )
-        return apply_input_transform(X, transform, xp, device)
+        return apply_input_transform(X, transform)
 
-    def _metric_rows(self, X, y_encoded, classes, sample_weight=None, namespace=None):
+    def _metric_rows(
+        self, X, y_encoded, classes, sample_weight=None, namespace=(NUMPY, "cpu")
+    ):
         """``(rows, transform)``: learn the metric on ``X`` as :meth:`fit` does.
 
         The steps of a fit before its feature map (``class_weight`` folded
         into the sample weights, the metric learned and applied), for callers
         that need the rows the kernel sees without the rest of the fit: the
         CV search (per fold and at the refit) and ``compare``'s ``gamma/scale``
-        base. ``namespace`` is ``(xp, device)`` of array API rows, else None.
+        base. ``namespace`` is ``(xp, device)`` of the rows.
         """
         weights = check_sample_and_class_weight(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
-        X = self._fit_input_transform(
-            X, y_encoded, weights, *(namespace or (None, None))
-        )
+        X = self._fit_input_transform(X, y_encoded, weights, *namespace)
         return X, self.input_transform_
 
     def _learn_input_transform(self, shape, input_dtype, take, keys):
@@ -475,11 +481,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             else id(value)
             for value in values
         )
-        namespace = getattr(xp, "__name__", None)
+        namespace = None if xp is NUMPY else xp.__name__  # None: keys of old fits
         space = (tuple(X.shape), numpy_dtype(X.dtype).str, namespace)
         return space, params, tuple(np.asarray(self.classes_).tolist())
 
-    def _keeps_fitted_map(self, X, xp=None):
+    def _keeps_fitted_map(self, X, xp=NUMPY):
         """Whether this fit keeps the fitted transform and map (``warm_start``)."""
         previous = getattr(self, "_fitted_map_key", None)
         return bool(
@@ -489,12 +495,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             and previous == self._map_key(X, xp)
         )
 
-    def _fit_feature_map(self, X, sample_weight, xp=None, device=None, mapped=None):
+    def _fit_feature_map(self, X, sample_weight, xp=NUMPY, device="cpu", mapped=None):
         if mapped is not None:  # a CV fold's map and rows, used as they are
             self.feature_map_, features = mapped
             self._fitted_map_key = None
         elif self._keeps_fitted_map(X, xp):  # warm_start: the previous map
-            features = self._map_features(X, xp, device)
+            features = self._map_features(X)
         else:
             # The key of the rows as received (before the compute dtype), as
             # _fit_input_transform compares it.
@@ -510,10 +516,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features
 
-    def _map_features(self, X, xp=None, device=None):
-        return self._kernel_features().transform(X, xp)
+    def _map_features(self, X):
+        return self._kernel_features().transform(X, get_namespace(X)[0])
 
-    def _fold_features(self, X_train, sample_weight, X_test, xp=None, device=None):
+    def _fold_features(self, X_train, sample_weight, X_test, xp=NUMPY, device="cpu"):
         kernel = self._kernel_features()
         features = kernel.fit_transform(X_train, sample_weight, xp)
         return kernel.map_, features, kernel.transform(X_test, xp)

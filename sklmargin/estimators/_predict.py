@@ -35,8 +35,9 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.array_api import (
+    NUMPY,
     check_same_namespace,
-    input_namespace,
+    get_namespace,
     is_dask,
 )
 from .._utils.threads import blas_limited
@@ -49,7 +50,7 @@ from ._device import device_labels, device_probabilities
 class MarginPredictMixin:
     """The predictions of every margin-softmax classifier, from one logits pass.
 
-    A class supplies ``_model_logits(X, xp, device)`` on each model that
+    A class supplies ``_model_logits(X)`` on each model that
     predicts (the logits of validated rows in their namespace) and, to
     predict with several models or to calibrate, overrides
     :meth:`_predicting_models` and :meth:`_combined_logits`.
@@ -70,14 +71,13 @@ class MarginPredictMixin:
         """
         check_is_fitted(self)
         models = self._predicting_models()
-        namespace = input_namespace(X)
-        xp, device = namespace or (None, None)
+        xp, device = get_namespace(X, user_input=True)
         fitted = models[0].coef_  # NumPy after a NumPy fit, else on the fit's device
-        if namespace is not None or not isinstance(fitted, np.ndarray):
+        if xp is not NUMPY or not isinstance(fitted, np.ndarray):
             name = f"{type(self).__name__}.{method}()"
             check_same_namespace(fitted, X, name, method, xp, device)
         X = validate_data(self, X, reset=False, **accepted_rows(xp))
-        pairs = [(model, model._model_logits(X, xp, device)) for model in models]
+        pairs = [(model, model._model_logits(X)) for model in models]
         return X, xp, device, pairs
 
     def _combined_logits(self, pairs, method, xp):
@@ -99,25 +99,24 @@ class MarginPredictMixin:
 
     def _read(self, method, X, xp, device, pairs):
         """``method``'s result, read from the models' logits ``pairs`` of ``X``."""
-        xp_ = np if xp is None else xp
         if method == "score_samples":  # each model's score, averaged
-            scores = [open_set_score(model, X, z, xp, device) for model, z in pairs]
+            scores = [open_set_score(model, X, z) for model, z in pairs]
             if len(scores) == 1:
                 return scores[0]
-            return xp_.mean(xp_.stack(scores), axis=0)
+            return xp.mean(xp.stack(scores), axis=0)
         logits = self._combined_logits(pairs, method, xp)
         if method == "decision_function":
             return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
         if method == "predict":  # labels on X's device where they are numbers
-            if xp is None:
+            if xp is NUMPY:
                 return self.classes_[np.argmax(logits, axis=1)]
             return device_labels(self.classes_, xp.argmax(logits, axis=1), xp, device)
         # Floored at the dtype's smallest positive number (NumPy: in place).
-        if xp is None:
+        if xp is NUMPY:
             proba = predicted_probabilities(logits)
         else:
             proba = device_probabilities(logits, xp)
-        return proba if method == "predict_proba" else xp_.log(proba)
+        return proba if method == "predict_proba" else xp.log(proba)
 
     def _labels_and_score(self, X):
         """``(predict(X), score_samples(X))`` from one pass over ``X``.

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
-from .._utils.array_api import rows_namespace, to_device, to_numpy
+from .._utils.array_api import NUMPY, get_namespace, to_device, to_numpy
 from ..objective._linear import LinearMarginObjective, margin_free_logits
 from ..objective._rows import PreparedRows
 from ..solver._lbfgs import fit_continuation
@@ -50,7 +50,7 @@ MAX_RAISES = 3
 MIN_HELD_OUT = 200
 
 
-def held_out_mask(X, xp=None, device=None):
+def held_out_mask(X, xp=NUMPY, device="cpu"):
     """Boolean host mask of the held-out rows, from each row's content.
 
     ``X`` are the prepared (unit, lifted) rows in any namespace or CSR. The
@@ -59,7 +59,7 @@ def held_out_mask(X, xp=None, device=None):
     in any order of the data.
     """
     direction = np.random.default_rng([0x5CA1E, X.shape[1]]).standard_normal(X.shape[1])
-    if xp is None:
+    if xp is NUMPY:
         key = np.asarray(X @ direction.astype(X.dtype)).ravel()
     else:
         key = to_numpy(X @ to_device(direction, xp, device, X.dtype))
@@ -69,7 +69,7 @@ def held_out_mask(X, xp=None, device=None):
 
 def _rows_at(rows, index, xp, device):
     """Return the :class:`PreparedRows` at host integer ``index``."""
-    if xp is None:
+    if xp is NUMPY:
         X = rows.X[index]
         norms = None if rows.norms is None else rows.norms[index]
     else:
@@ -81,7 +81,7 @@ def _rows_at(rows, index, xp, device):
 
 def _labels_at(y_encoded, index, xp, device):
     labels = y_encoded[index]
-    return labels if xp is None else to_device(labels.astype(np.int64), xp, device)
+    return labels if xp is NUMPY else to_device(labels.astype(np.int64), xp, device)
 
 
 def held_out_temperature(logits, y, sample_weight):
@@ -122,7 +122,7 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
     float
         ``s`` itself, or the raised scale.
     """
-    xp, device, _ = rows_namespace(rows.X)
+    xp, device = get_namespace(rows.X)
     hold = held_out_mask(rows.X, xp, device)
     n_hold = int(hold.sum())
     if n_hold < max(MIN_HELD_OUT, 5 * n_classes) or hold.all():

@@ -28,9 +28,11 @@ from sklearn.utils import check_random_state
 from threadpoolctl import ThreadpoolController
 
 from .._utils.array_api import (
+    NUMPY,
     RowBlockWriter,
     check_fit_input,
     check_transform_input,
+    get_namespace,
     in_float64,
     max_abs,
     move_fitted_arrays,
@@ -38,7 +40,7 @@ from .._utils.array_api import (
     row_blocks,
     to_device,
 )
-from .._utils.compat import Interval, StrOptions, array_api_compat, fit_context
+from .._utils.compat import Interval, StrOptions, fit_context
 from .._utils.doc_link import DocLinkMixin
 from ._gamma import scale_gamma
 
@@ -57,7 +59,7 @@ def _angle_groups(projection, offset, n_pairs):
     cos and sin of the pairs' angles, and the odd column's ``cos(. + offset)``,
     in the namespace of ``projection``.
     """
-    pxp = array_api_compat.array_namespace(projection)  # the host's, or xp
+    pxp, _ = get_namespace(projection)  # the host's, or xp
     pairs = projection[:, :n_pairs]
     groups = [(pxp.cos, pairs, 0), (pxp.sin, pairs, n_pairs)]
     if offset.shape[0]:
@@ -325,7 +327,7 @@ class RandomFourierFeatures(
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        X, sample_weight, xp, device, on_device = check_fit_input(
+        X, sample_weight, xp, device = check_fit_input(
             self, X, sample_weight, accept_sparse="csr"
         )
 
@@ -344,7 +346,7 @@ class RandomFourierFeatures(
         frequencies *= np.sqrt(2.0 * self.gamma_)
         self.random_weights_ = frequencies.astype(dtype, copy=False)
         self.random_offset_ = offset.astype(dtype, copy=False)
-        if on_device:
+        if xp is not NUMPY:
             move_fitted_arrays(self, ("random_weights_", "random_offset_"), xp, device)
         return self
 

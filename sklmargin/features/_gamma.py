@@ -22,8 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._utils.array_api import (
+    NUMPY,
     RowBlockWriter,
-    input_namespace_or_numpy,
+    get_namespace,
     row_blocks,
     to_device,
     wide_dtype,
@@ -74,14 +75,16 @@ def weighted_sum(X, sample_weight, mean=None) -> float:
     -------
     float
     """
-    xp, device, _ = input_namespace_or_numpy(X)
+    xp, device = get_namespace(X)
     wide = wide_dtype(xp, device)
     per_row = RowBlockWriter(xp, (X.shape[0],), wide, device)
     for rows in row_blocks(X, 8 * X.shape[1]):
         if mean is None:
             per_row.write(rows, xp.sum(X[rows, :], axis=1, dtype=wide))
             continue
-        centred = xp.astype(X[rows, :], wide) - float(mean)
+        block = X[rows, :]  # host rows (Dask's too: lazy) by their own astype
+        block = block.astype(wide) if xp is NUMPY else xp.astype(block, wide)
+        centred = block - float(mean)
         if isinstance(centred, np.ndarray):
             per_row.write(rows, np.einsum("ij,ij->i", centred, centred))
         else:

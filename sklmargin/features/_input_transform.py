@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from .._utils.array_api import to_device
+from .._utils.array_api import NUMPY, get_namespace, to_device
 
 
-def apply_input_transform(X, transform, xp=None, device=None):
+def apply_input_transform(X, transform):
     """Rows mapped by a learned transform: ``X * t`` (diagonal) or ``X @ T``.
 
     The one implementation every path calls: NumPy (dense or CSR), Dask
@@ -25,7 +25,6 @@ def apply_input_transform(X, transform, xp=None, device=None):
     X : {ndarray, csr_matrix, dask array, array API array} of shape (n, d)
     transform : ndarray of shape (d,) or (d, d), or None
         Per-feature scales or a matrix acting on rows; None is the identity.
-    xp, device : namespace and device of an array API ``X``, or None.
 
     Returns
     -------
@@ -34,7 +33,8 @@ def apply_input_transform(X, transform, xp=None, device=None):
     """
     if transform is None:
         return X
-    if xp is None:
+    xp, device = get_namespace(X)
+    if xp is NUMPY:
         t = np.asarray(transform).astype(X.dtype, copy=False)
     else:
         t = to_device(transform, xp, device, dtype=X.dtype)

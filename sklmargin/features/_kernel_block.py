@@ -14,7 +14,13 @@ import math
 
 import numpy as np
 
-from .._utils.array_api import in_float64, max_abs, numpy_dtype, to_device
+from .._utils.array_api import (
+    get_namespace,
+    in_float64,
+    max_abs,
+    numpy_dtype,
+    to_device,
+)
 from .._utils.compat import array_api_compat
 
 
@@ -44,7 +50,7 @@ def scaled_squared_distances(A, B, gamma):
     -------
     D : array of shape (n_a, n_b)
     """
-    xp = array_api_compat.array_namespace(A)
+    xp, _ = get_namespace(A)
     root = math.sqrt(gamma)
     A = A * root
     B = B * root
@@ -84,7 +90,7 @@ def rbf_kernel_block(A, B, gamma):
     K : array of shape (n_a, n_b)
         In the namespace, device and dtype of ``A``.
     """
-    xp = array_api_compat.array_namespace(A)
+    xp, _ = get_namespace(A)
     dtype = numpy_dtype(A.dtype)
     if dtype != np.float64:
         # Judged before scaling, which would itself overflow.

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import numpy_dtype
+from .._utils.array_api import NUMPY, numpy_dtype
 from ._fourier import RandomFourierFeatures
 from ._gamma import scale_gamma
 from ._nystroem import NystroemFeatures
@@ -173,10 +173,10 @@ random_state
             random_state=self.random_state,
         )
 
-    def rows(self, X, dtype, xp=None):
+    def rows(self, X, dtype, xp=NUMPY):
         """``X`` as the map takes it: ``dtype``, dense for Nyström."""
         dtype = np.dtype(dtype)
-        if xp is not None:  # no copy when X has the dtype already
+        if xp is not NUMPY:  # no copy when X has the dtype already
             return xp.astype(X, getattr(xp, dtype.name), copy=False)
         X = X.astype(dtype, copy=False)
         if sparse.issparse(X) and self.kernel_approximation == "nystroem":
@@ -184,7 +184,7 @@ random_state
             X = X.toarray()
         return X
 
-    def fit_transform(self, X, sample_weight, xp=None):
+    def fit_transform(self, X, sample_weight, xp=NUMPY):
         """Fit the map on rows ``X`` (any namespace); return them mapped.
 
         The width and dtype come from the number of rows and their dtype,
@@ -228,6 +228,6 @@ random_state
         """The fitted map's output width (its number of features)."""
         return self.map_._n_features_out
 
-    def transform(self, X, xp=None):
+    def transform(self, X, xp=NUMPY):
         """Map rows (any namespace) by the fitted map, in the fit's dtype."""
         return self.map_.transform(self.rows(X, self.dtype_, xp))

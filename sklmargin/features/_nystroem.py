@@ -23,10 +23,11 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 
 from .._utils.array_api import (
+    NUMPY,
     RowBlockWriter,
     check_fit_input,
     check_transform_input,
-    input_namespace_or_numpy,
+    get_namespace,
     move_fitted_arrays,
     numpy_dtype,
     row_blocks,
@@ -293,9 +294,7 @@ class NystroemFeatures(
         self : NystroemFeatures
             The fitted transformer.
         """
-        X, sample_weight, xp, device, on_device = check_fit_input(
-            self, X, sample_weight
-        )
+        X, sample_weight, xp, device = check_fit_input(self, X, sample_weight)
         # The centres are chosen among the distinct rows by their hashes, on
         # the host: a device fit copies X there once (documented).
         X = to_numpy(X)
@@ -312,7 +311,7 @@ class NystroemFeatures(
             X, sample_weight, int(self.n_components), self.gamma_, self.centres, rng
         )
         self._fit_centres(centres, X.dtype)
-        if on_device:
+        if xp is not NUMPY:
             move_fitted_arrays(self, _FITTED_ARRAYS, xp, device)
         return self
 
@@ -417,7 +416,7 @@ class NystroemFeatures(
         array of shape (n_samples,), values :math:`\le 0`
             In the namespace and on the device of ``X``.
         """
-        xp, device, _ = input_namespace_or_numpy(X)
+        xp, device = get_namespace(X)
         wide = wide_dtype(xp, device)
         centres = xp.astype(self.components_, wide)
         offset = xp.mean(centres, axis=0)

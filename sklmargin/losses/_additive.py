@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from ._base import Margin, _clip_cos, _namespace, _sin_from_cos
+from .._utils.array_api import get_namespace
+from ._base import Margin, _clip_cos, _sin_from_cos
 
 
 class _NoMargin(Margin):
@@ -25,7 +26,7 @@ class _NoMargin(Margin):
     m_meaning = "it has no margin: use loss='am-softmax' or 'arcface' for one"
 
     def target(self, cos_y, m, lam=0.0):
-        xp = _namespace(cos_y)
+        xp, _ = get_namespace(cos_y)
         copy = cos_y.copy() if xp is np else xp.asarray(cos_y, copy=True)
         return copy, xp.ones_like(cos_y)
 
@@ -99,7 +100,7 @@ class AMSoftmax(Margin):
     paper = "Wang et al. 2018, AM-Softmax arXiv:1801.05599, CosFace arXiv:1801.09414"
 
     def target(self, cos_y, m, lam=0.0):
-        return cos_y - m, _namespace(cos_y).ones_like(cos_y)
+        return cos_y - m, get_namespace(cos_y)[0].ones_like(cos_y)
 
 
 class ArcFace(Margin):
@@ -143,7 +144,7 @@ class ArcFace(Margin):
         return (math.pi - m,)
 
     def target(self, cos_y, m, lam=0.0):
-        xp = _namespace(cos_y)
+        xp, _ = get_namespace(cos_y)
         c = xp.clip(cos_y, -1.0, 1.0)
         sin_theta = _sin_from_cos(c)
         cos_m, sin_m = math.cos(m), math.sin(m)

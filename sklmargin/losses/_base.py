@@ -27,27 +27,14 @@ import numbers
 
 import numpy as np
 
-from .._utils.compat import array_api_compat
-
-
-def _namespace(array):
-    """NumPy for an ndarray, else the array's array API namespace.
-
-    The margins are written once against this namespace: a NumPy input runs
-    the very NumPy functions it always ran (``np.clip`` is ``xp.clip`` for
-    ``xp = np``), a torch or CuPy input runs the same formulas on its device
-    (:class:`sklmargin.objective.LinearMarginObjective` on array API rows).
-    """
-    if isinstance(array, np.ndarray):
-        return np
-    return array_api_compat.array_namespace(array)
+from .._utils.array_api import get_namespace
 
 
 def _as_dtype(array, dtype):
     """``array`` cast to ``dtype`` (``astype`` for NumPy, ``xp.astype`` else)."""
     if isinstance(array, np.ndarray):
         return array.astype(dtype)
-    return _namespace(array).astype(array, dtype)
+    return get_namespace(array)[0].astype(array, dtype)
 
 
 def _clip_cos(cos):
@@ -55,13 +42,13 @@ def _clip_cos(cos):
     # sin(theta) = sqrt(1 - c**2): the derivative of arccos is infinite at +-1,
     # and a sample exactly parallel to its prototype must give a finite (if
     # large) slope, never inf * 0 = NaN in the chain rule.
-    xp = _namespace(cos)
+    xp, _ = get_namespace(cos)
     eps = 1e-6 if cos.dtype == xp.float32 else 1e-12
     return xp.clip(cos, -1.0 + eps, 1.0 - eps)
 
 
 def _sin_from_cos(cos_clipped):
-    return _namespace(cos_clipped).sqrt((1.0 - cos_clipped) * (1.0 + cos_clipped))
+    return get_namespace(cos_clipped)[0].sqrt((1.0 - cos_clipped) * (1.0 + cos_clipped))
 
 
 class Margin:

@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from ._base import Margin, _as_dtype, _clip_cos, _namespace, _sin_from_cos
+from .._utils.array_api import get_namespace
+from ._base import Margin, _as_dtype, _clip_cos, _sin_from_cos
 
 
 def multiplicative_angular_margin(theta, m):
@@ -48,7 +49,7 @@ def multiplicative_angular_margin(theta, m):
     Liu et al., "Large-Margin Softmax Loss for Convolutional Neural Networks",
     ICML 2016, arXiv:1612.02295.
     """
-    xp = _namespace(theta)
+    xp, _ = get_namespace(theta)
     m_theta = m * theta
     # clip and ``%`` take a Python float in every array API standard version
     # and namespace (``minimum``/``remainder`` need arrays before 2024.12, and
@@ -90,7 +91,7 @@ class _MultiplicativeMargin(Margin):
         return tuple(k * math.pi / m for k in range(math.floor(m) + 1))
 
     def target(self, cos_y, m, lam=0.0):
-        xp = _namespace(cos_y)
+        xp, _ = get_namespace(cos_y)
         c_clip = _clip_cos(cos_y)
         # NumPy < 2 has no np.acos.
         theta = np.arccos(c_clip) if xp is np else xp.acos(c_clip)

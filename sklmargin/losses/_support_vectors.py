@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils.compat import array_api_compat
+from .._utils.array_api import get_namespace
 from ._base import _real
 
 
@@ -74,9 +74,9 @@ class SupportVectorGuided:
             mask = cos > f_y.astype(cos.dtype)[:, None]
             mask[np.arange(cos.shape[0]), y] = False
         else:  # an array API namespace: no fancy-index assignment
-            xp = array_api_compat.array_namespace(cos)
+            xp, device = get_namespace(cos)
             mask = cos > xp.astype(f_y, cos.dtype)[:, None]
-            classes = xp.arange(cos.shape[1], device=array_api_compat.device(y))
+            classes = xp.arange(cos.shape[1], device=device)
             mask = mask & (y[:, None] != classes[None, :])
         base_state = self.base.non_target_state(cos, y, f_y)
         return mask if base_state is None else (mask, base_state)
@@ -89,7 +89,7 @@ class SupportVectorGuided:
         else:
             mask, h0, dh0 = state, cos, None
         if not isinstance(cos, np.ndarray):  # array API: no in-place updates
-            xp = array_api_compat.array_namespace(cos)
+            xp, _ = get_namespace(cos)
             boost = xp.astype(mask, cos.dtype) * (self.t - 1.0)
             h = h0 * (1.0 + boost) + boost
             dh = boost + 1.0 if dh0 is None else (boost + 1.0) * dh0

@@ -20,7 +20,7 @@ from numbers import Real
 
 import numpy as np
 
-from .._utils.array_api import input_namespace
+from .._utils.array_api import NUMPY, get_namespace
 from .._utils.compat import Interval, StrOptions
 from .._utils.legacy_state import fitted_dtype_name
 from .._utils.validation import FeatureScaleWarning, check_feature_scales
@@ -362,16 +362,14 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         resolves it on all of them.
         """
         metric = job_point["metric"]
-        namespace = input_namespace(rows.X_train)
+        namespace = get_namespace(rows.X_train, user_input=True)
         transform = None
         if metric is not None:
             classes, y_encoded = np.unique(rows.y_train, return_inverse=True)
             X_train, transform = self._learn_metric(
                 metric, rows.X_train, y_encoded, classes, rows.sw_train, namespace
             )
-            X_test = apply_input_transform(
-                rows.X_test, transform, *(namespace or (None, None))
-            )
+            X_test = apply_input_transform(rows.X_test, transform)
             rows = rows._replace(X_train=X_train, X_test=X_test)
         scale = scale_gamma(rows.X_train, rows.sw_train)
 
@@ -388,7 +386,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         # the metric's rows, whose columns are scaled by their learned
         # relevance on purpose (a few columns dominate after a StandardScaler,
         # and that is no sign of mixed units); _refit skips its own check.
-        if namespace is None:
+        if namespace[0] is NUMPY:
             weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
             check_feature_scales(
                 X,
@@ -415,7 +413,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         """Give a fitted model (refit or fold) the transform its rows had."""
         model.set_params(metric=metric)
         model._set_input_transform(transform)
-        if namespace is not None:
+        if namespace[0] is not NUMPY:
             from ..estimators._device import move_fitted_to_device
 
             move_fitted_to_device(model, *namespace)

@@ -38,7 +38,8 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.parallel import Parallel, delayed
 
 from .._utils.array_api import (
-    input_namespace,
+    NUMPY,
+    get_namespace,
     namespace_name,
 )
 from .._utils.compat import fit_context
@@ -226,7 +227,7 @@ class _BaseMarginSoftmaxCV(
             try:
                 return scorer(estimator, rows.X_test, rows.y_test, **weight)
             except (TypeError, AttributeError, ValueError) as exc:
-                if input_namespace(rows.X_test) is None:
+                if get_namespace(rows.X_test, user_input=True)[0] is NUMPY:
                     raise
                 raise ValueError(
                     f"{name}: scoring={scoring!r} failed on the held-out rows "
@@ -275,9 +276,9 @@ class _BaseMarginSoftmaxCV(
         """
         # Array API rows (torch, CuPy, ...) stay on their device: folds are
         # cut and mapped there, the held-out logits come to the host.
-        namespace = input_namespace(X)
+        namespace = get_namespace(X, user_input=True)
         X, y, sample_weight = validate_training_data(
-            self, X, y, sample_weight, namespace and namespace[0]
+            self, X, y, sample_weight, namespace[0]
         )
         classes, y_encoded = encode_labels(y)
         self.classes_ = classes
@@ -576,13 +577,12 @@ class _BaseMarginSoftmaxCV(
             full_class_logits(z, model.classes_, self.classes_, xp)
             for model, z in pairs
         ]
-        xp_ = np if xp is None else xp
-        logits = logits[0] if len(logits) == 1 else xp_.mean(xp_.stack(logits), axis=0)
+        logits = logits[0] if len(logits) == 1 else xp.mean(xp.stack(logits), axis=0)
         if method not in ("predict_proba", "predict_log_proba"):
             return logits
         if logits.shape[1] == 2:
             decision = logits[:, 1] - logits[:, 0]
-            logits = xp_.stack([xp_.zeros_like(decision), decision], axis=1)
+            logits = xp.stack([xp.zeros_like(decision), decision], axis=1)
         return logits / float(self.temperature_)
 
     def __sklearn_tags__(self):

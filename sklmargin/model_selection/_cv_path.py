@@ -35,7 +35,13 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
 
-from .._utils.array_api import input_namespace, take_rows, to_device, to_numpy
+from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
+    take_rows,
+    to_device,
+    to_numpy,
+)
 from ..estimators._fit_path import fit_path
 
 
@@ -95,7 +101,7 @@ def cut_fold(X, y, y_encoded, sample_weight, train, test):
     fold model's ``predict``: on the device when numeric (string labels stay
     NumPy on both sides).
     """
-    xp, device = input_namespace(X) or (None, None)
+    xp, device = get_namespace(X, user_input=True)
     sw_train, sw_test = (
         (None, None)
         if sample_weight is None
@@ -103,7 +109,7 @@ def cut_fold(X, y, y_encoded, sample_weight, train, test):
     )
     X_train, X_test = (take_rows(X, rows, xp, device) for rows in (train, test))
     y_test = y[test]
-    if xp is not None and y_test.dtype.kind in "biuf":
+    if xp is not NUMPY and y_test.dtype.kind in "biuf":
         y_test = to_device(y_test, xp, device)
     return FoldRows(
         X_train, y[train], sw_train, None,
@@ -113,7 +119,7 @@ def cut_fold(X, y, y_encoded, sample_weight, train, test):
 
 def map_fold(estimator, rows):
     """Map a cut fold's rows once (``estimator._fold_features``)."""
-    xp, device = input_namespace(rows.X_train) or (None, None)
+    xp, device = get_namespace(rows.X_train, user_input=True)
     feature_map, features_train, features_test = estimator._fold_features(
         rows.X_train, rows.sw_train, rows.X_test, xp, device
     )
@@ -121,7 +127,7 @@ def map_fold(estimator, rows):
     return rows._replace(premapped=premapped, features_test=features_test)
 
 
-def full_class_logits(logits, estimator_classes, classes, xp=None):
+def full_class_logits(logits, estimator_classes, classes, xp=NUMPY):
     """``logits`` over ``estimator_classes`` as an array over all ``classes``.
 
     A fold may miss a rare class in training; its column gets the row's
@@ -132,7 +138,7 @@ def full_class_logits(logits, estimator_classes, classes, xp=None):
     """
     if len(estimator_classes) == len(classes):
         return logits
-    if xp is None:
+    if xp is NUMPY:
         full = np.repeat(logits.min(axis=1, keepdims=True), len(classes), axis=1)
         full[:, np.searchsorted(classes, estimator_classes)] = logits
         return full

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils.array_api import to_device, wide_dtype
+from .._utils.array_api import NUMPY, to_device, wide_dtype
 
 
 def cv_results(grid_points, scores, times, n_iter, scored):
@@ -78,9 +78,9 @@ def first_best(mean_scores):
 
 def on_device(array, namespace):
     """Move a fitted NumPy array to ``X``'s namespace and device (if any)."""
-    if namespace is None:
-        return array
     xp, device = namespace
+    if xp is NUMPY:
+        return array
     if array.dtype.kind == "f":
         return to_device(array, xp, device, dtype=wide_dtype(xp, device))
     return to_device(array.astype(np.int64), xp, device)

@@ -18,13 +18,14 @@ import numpy as np
 from scipy import sparse
 
 from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
     max_abs,
     numpy_dtype,
-    rows_namespace,
     to_device,
     to_numpy,
+    wide_dtype,
 )
-from .._utils.compat import array_api_compat
 from ._interface import ObjectiveBase
 from ._pointwise import (
     TargetEntries,
@@ -33,8 +34,6 @@ from ._pointwise import (
     pointwise_loss_gradient,
 )
 from ._rows import PreparedRows, lifted_cosines, times_transposed
-
-array_namespace = array_api_compat.array_namespace
 
 
 def margin_free_logits(
@@ -71,21 +70,20 @@ def margin_free_logits(
         Where ``X``'s dtype cannot hold the logits
         (:func:`~sklmargin.objective._pointwise.checked_logit_scale`).
     """
-    xp, device, wide = rows_namespace(X)
+    xp, device = get_namespace(X)
+    wide = wide_dtype(xp, device)
     dtype, np_dtype = X.dtype, numpy_dtype(X.dtype)
     remedy = "predict with float64 input, or refit with a smaller s"
-    intercept = to_numpy(intercept).astype(np_dtype, copy=False)
-    if xp is not None:
-        intercept = to_device(intercept, xp, device)
+    intercept = to_device(to_numpy(intercept), xp, device, dtype)
     if not margin.uses_angle:
         raw = times_transposed(X, to_numpy(coef), dtype)
         # Checked like the angle losses' scale: s = 1e39 cast to float32 is inf.
         scale = checked_logit_scale(margin, s, None, None, np_dtype, remedy)
-        return raw * (scale.astype(dtype) if xp is None else float(scale)) + intercept
+        return raw * (scale.astype(dtype) if xp is NUMPY else float(scale)) + intercept
     cos, norms, w_norm = lifted_cosines(
         X, coef, constant=constant, constant_coef=constant_coef
     )
-    if xp is None:
+    if xp is NUMPY:
         norms = norms.astype(dtype)
         scale = checked_logit_scale(margin, s, norms, w_norm, dtype, remedy)
         cos *= scale.astype(dtype)
@@ -207,7 +205,8 @@ class LinearMarginObjective(ObjectiveBase):
         self._setup(margin, m, s, C, n_classes, rows.n_features, fit_intercept, sw_sum)
         self.rows, self.X, self.norms, self.y = rows, rows.X, rows.norms, y
         self.constant = rows.constant
-        self.xp, self.device, self.wide = rows_namespace(rows.X)
+        self.xp, self.device = get_namespace(rows.X)
+        self.wide = wide_dtype(self.xp, self.device)
         self.dtype = numpy_dtype(rows.X.dtype)
         self.transfer_seconds = 0.0
         self.sw_host = sample_weight / self.sw_sum
@@ -230,7 +229,7 @@ class LinearMarginObjective(ObjectiveBase):
     # -- host <-> device: the only copies, timed --------------------------------
     def _to_device(self, array, dtype):
         """Return a host array in the rows' namespace and device (NumPy: as is)."""
-        if self.xp is None or array is None:
+        if self.xp is NUMPY or array is None:
             return array
         start = time.perf_counter()
         array = to_device(np.ascontiguousarray(array), self.xp, self.device, dtype)
@@ -239,7 +238,7 @@ class LinearMarginObjective(ObjectiveBase):
 
     def _to_host(self, array):
         """Return a float64 host array (NumPy: as is when float64)."""
-        if self.xp is None:
+        if self.xp is NUMPY:
             return np.asarray(array, dtype=np.float64)
         start = time.perf_counter()
         array = np.asarray(to_numpy(array), dtype=np.float64)
@@ -248,7 +247,7 @@ class LinearMarginObjective(ObjectiveBase):
 
     def _state(self, state, to_device):
         """Return a state as the margin (``to_device=False``) or the solver sees it."""
-        if self.xp is None or state is None:
+        if self.xp is NUMPY or state is None:
             return state
         return DeviceState(state, self.xp) if to_device else state.mask
 
@@ -263,8 +262,7 @@ class LinearMarginObjective(ObjectiveBase):
         """
         if self.norms is None:
             return None
-        xp = self.xp or array_namespace(self.norms)
-        return float(xp.max(xp.astype(self.norms, self.wide)))
+        return float(self.xp.max(self.xp.astype(self.norms, self.wide)))
 
     @cached_property
     def _unit_scale(self):
@@ -372,11 +370,7 @@ class LinearMarginObjective(ObjectiveBase):
     def _widened(self, array):
         # copy=False: logits the raw-logit check already computed wide are
         # not copied a second time by the scale check
-        if array is None:
-            return None
-        if self.xp is None:
-            return array.astype(np.float64, copy=False)
-        return self.xp.astype(array, self.wide, copy=False)
+        return None if array is None else self.xp.astype(array, self.wide, copy=False)
 
     def _pointwise(self, cos, scale, intercept, *, lam=0.0, state=None, **kwargs):
         """Run the pointwise layer on ``cos`` (overwritten), ``intercept`` on host."""
@@ -463,7 +457,7 @@ class LinearMarginObjective(ObjectiveBase):
         if sparse.issparse(self.X):
             return (self.X.T @ grad_cos).T
         X = self.X
-        if self.xp is not None and grad_cos.dtype != X.dtype:
+        if self.xp is not NUMPY and grad_cos.dtype != X.dtype:
             X = self.xp.astype(X, grad_cos.dtype)
         return grad_cos.T @ X
 
@@ -478,7 +472,7 @@ class LinearMarginObjective(ObjectiveBase):
         if (forward := self._forward(params)) is None:
             return self._host_objective().intercept_problem(params)
         cos, scale, _, _ = forward
-        xp = self.xp or array_namespace(cos)
+        xp = self.xp
         cos = xp.astype(cos, self.wide)
         scale = xp.asarray(scale, dtype=self.wide, device=self.device)
         penalty = self.penalty(params)
@@ -495,5 +489,5 @@ def _column_dots(a, b):
     """``sum_i a_ij b_ij`` per column (``b`` broadcast to ``a``'s shape)."""
     if isinstance(a, np.ndarray):
         return np.einsum("ij,ij->j", a, np.broadcast_to(b, a.shape))
-    xp = array_namespace(a)
+    xp, _ = get_namespace(a)
     return xp.sum(a * xp.broadcast_to(b, a.shape), axis=0)

@@ -19,15 +19,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._utils.array_api import rows_namespace
-from .._utils.compat import array_api_compat
+from .._utils.array_api import NUMPY, get_namespace, wide_dtype
 from .._utils.validation import check_logit_range, check_weights
 from ..losses._base import _real
 from ..losses._registry import get_margin
 from ..losses._support_vectors import with_support_vectors
 from ._cross_entropy import array_cross_entropy, softmax_cross_entropy
-
-array_namespace = array_api_compat.array_namespace
 
 # Room left by a logit scale for |f|, |f'| (~1e3 at the float32 cosine clip).
 _SCALE_HEADROOM = 2.0**16
@@ -68,11 +65,12 @@ class TargetEntries:
 
     def __init__(self, y, n_classes):
         self.y = y
-        self.xp, device, self.wide = rows_namespace(y)
+        self.xp, device = get_namespace(y)
+        self.wide = wide_dtype(self.xp, device)
         # The labels as the cross-entropy takes them, per logits' dtype, made
         # once: floats for NumPy's compiled loss, the one-hot mask elsewhere.
         self._labels = {}
-        if self.xp is None:
+        if self.xp is NUMPY:
             self.rows = np.arange(y.shape[0])
         else:
             classes = self.xp.arange(n_classes, device=device)
@@ -80,13 +78,13 @@ class TargetEntries:
 
     def take(self, a):
         """Return ``a[i, y_i]`` for every row."""
-        if self.xp is None:
+        if self.xp is NUMPY:
             return a[self.rows, self.y]
         return self.xp.take_along_axis(a, self.y[:, None], axis=1)[:, 0]
 
     def put(self, a, values):
         """Return ``a`` with ``a[i, y_i] = values[i]`` (in place for NumPy)."""
-        if self.xp is None:
+        if self.xp is NUMPY:
             a[self.rows, self.y] = values
             return a
         return self.xp.where(self.mask, self.xp.astype(values, a.dtype)[:, None], a)
@@ -96,10 +94,10 @@ class TargetEntries:
         if z.dtype not in self._labels:
             self._labels[z.dtype] = (
                 self.y.astype(z.dtype)
-                if self.xp is None
+                if self.xp is NUMPY
                 else self.xp.astype(self.mask, z.dtype)
             )
-        if self.xp is None:
+        if self.xp is NUMPY:
             return softmax_cross_entropy(z, self._labels[z.dtype], sw)
         return array_cross_entropy(z, self._labels[z.dtype], sw, self.xp)
 
@@ -174,8 +172,7 @@ def pointwise_loss_gradient(
         ``grad_scale`` (only with ``return_scale_grad``); the ``state`` used.
     """
     targets = TargetEntries(y, cos.shape[1]) if targets is None else targets
-    xp = array_namespace(cos)
-    device = array_api_compat.device(cos)
+    xp, device = get_namespace(cos)
     wide = targets.wide
     n_samples, dtype = cos.shape[0], cos.dtype
     if sample_weight is None:
@@ -187,7 +184,7 @@ def pointwise_loss_gradient(
     # anti-parallel target, 1/sin(theta) in float32 is several percent off.
     cos_y = xp.astype(targets.take(cos), wide)
     f_y, df_y = margin.target(cos_y, m, lam)
-    if targets.xp is not None:
+    if targets.xp is not NUMPY:
         _check_margin_output(margin, f_y)
     scale = xp.asarray(scale, dtype=dtype, device=device)
     scale_y = (

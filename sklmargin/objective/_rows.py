@@ -21,7 +21,7 @@ only.
 Every function here takes rows of any array API namespace (NumPy and SciPy
 sparse matrices included) and computes in that namespace, on the rows'
 device, as scikit-learn's array API code does: the namespace is looked up
-once per call (:func:`~sklmargin._utils.array_api.rows_namespace`) and NumPy
+once per call (:func:`~sklmargin._utils.array_api.get_namespace`) and NumPy
 differs only in leaf kernels that pay for themselves (``einsum`` row norms
 without a float64 copy, normalisation in place, sparse products). Other
 namespaces work by row blocks, so that their float64 temporaries stay within
@@ -38,13 +38,14 @@ import numpy as np
 from scipy import sparse
 
 from .._utils.array_api import (
+    NUMPY,
     RowBlockWriter,
+    get_namespace,
     row_blocks,
-    rows_namespace,
     to_device,
     to_numpy,
+    wide_dtype,
 )
-from .._utils.compat import array_api_compat
 
 # Norms below this are treated as this: an all-zero row or a collapsed prototype
 # then has cosine 0 with everything instead of 0/0 = NaN.
@@ -81,8 +82,8 @@ def row_norms(X):
     -------
     array of shape (n_samples,), in ``X``'s namespace and on its device
     """
-    xp, device, wide = rows_namespace(X)
-    if xp is None:
+    xp, device = get_namespace(X)
+    if xp is NUMPY:
         if sparse.issparse(X):
             data = X.data.astype(np.float64, copy=False)
             squared = sparse.csr_matrix(
@@ -101,6 +102,7 @@ def row_norms(X):
     # Written into one vector: per-block vectors kept in a list would pin the
     # heap between the blocks' large temporaries (measured: glibc then kept
     # ~130 MB of freed torch blocks resident on 100k x 500 rows).
+    wide = wide_dtype(xp, device)
     out = RowBlockWriter(xp, (X.shape[0],), wide, device)
     for rows in row_blocks(X, 8 * max(X.shape[1], 1)):
         block = xp.astype(X[rows, :], wide)
@@ -119,15 +121,13 @@ def lift_statistics(norms, sample_weight):
     any namespace; row chunks (Dask) combine theirs with
     :func:`lift_from_statistics`. ``(0, 0)`` for all-zero rows.
     """
-    xp = array_api_compat.array_namespace(norms)
+    xp, device = get_namespace(norms)
     peak = float(xp.max(norms))
     if not peak > 0:
         return 0.0, 0.0
     weights = sample_weight
     if not isinstance(norms, np.ndarray):
-        weights = to_device(
-            sample_weight, xp, array_api_compat.device(norms), dtype=norms.dtype
-        )
+        weights = to_device(sample_weight, xp, device, dtype=norms.dtype)
     # Scale before squaring (norms may be ~1e200 in float64).
     return peak, float(weights @ (norms / peak) ** 2)
 
@@ -171,14 +171,14 @@ def lift_norms(norms, constant):
     """``|[x_i, c]| = hypot(|x_i|, c)``: no huge norm is squared."""
     if not constant:
         return norms
-    xp = array_api_compat.array_namespace(norms)
+    xp, _ = get_namespace(norms)
     return xp.hypot(norms, xp.full_like(norms, constant))
 
 
 def times_transposed(X, coef, dtype):
     """``X @ coef.T`` with host ``coef`` cast to ``dtype``, in ``X``'s namespace."""
-    xp, device, _ = rows_namespace(X)
-    if xp is None:
+    xp, device = get_namespace(X)
+    if xp is NUMPY:
         return np.asarray(X @ coef.T.astype(dtype, copy=False))
     return X @ to_device(np.ascontiguousarray(coef.T), xp, device, dtype=dtype)
 
@@ -233,7 +233,7 @@ def lifted_cosines(
         ``|[w_j, w_{c,j}]|`` floored, float64, on the host (None without
         normalisation).
     """
-    xp, device, _ = rows_namespace(X)
+    xp, device = get_namespace(X)
     dtype = X.dtype
     coef = to_numpy(coef)
     lift = to_numpy(constant_coef) if constant else None
@@ -246,15 +246,13 @@ def lifted_cosines(
     cos = times_transposed(X, coef, dtype)
     if lift is not None:
         shift = constant * np.asarray(lift, dtype=np.float64)
-        cos += (
-            shift.astype(dtype) if xp is None else to_device(shift, xp, device, dtype)
-        )
+        cos += to_device(shift, xp, device, dtype)
     if unit_rows:
         return cos, None, w_norm
     with np.errstate(over="ignore"):
         norms = lift_norms(row_norms(X), constant)
     inverse = _floored_inverse(norms)
-    cos *= (inverse.astype(dtype) if xp is None else xp.astype(inverse, dtype))[:, None]
+    cos *= xp.astype(inverse, dtype)[:, None]
     return cos, norms, w_norm
 
 
@@ -319,10 +317,10 @@ def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
     """
     if not normalize:
         return PreparedRows(X, None, 0.0)
-    xp, device, _ = rows_namespace(X)
+    xp, device = get_namespace(X)
     norms = lift_norms(row_norms(X) if norms is None else norms, constant)
     inverse = _floored_inverse(norms)
-    if xp is not None:
+    if xp is not NUMPY:
         shape = (X.shape[0], X.shape[1] + (1 if constant else 0))
         out = X if overwrite and not constant else None
         writer = RowBlockWriter(xp, shape, X.dtype, device, out=out)
@@ -346,7 +344,7 @@ def prepare_rows(X, *, normalize, constant=0.0, norms=None, overwrite=False):
 
 def _floored_inverse(norms):
     """``1 / max(norms, TINY_NORM)`` in the norms' namespace and dtype."""
-    return 1.0 / array_api_compat.array_namespace(norms).clip(norms, min=TINY_NORM)
+    return 1.0 / get_namespace(norms)[0].clip(norms, min=TINY_NORM)
 
 
 def _lift_and_scale_rows(X, factors, constant):

@@ -23,7 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils.array_api import input_namespace
+from .._utils.array_api import NUMPY, get_namespace
 from .._utils.compat import Interval, fit_context, safe_indexing
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
@@ -304,7 +304,7 @@ class OpenSetClassifier(
         """
         if not reset:
             check_is_fitted(self)
-        if input_namespace(X) is not None:
+        if get_namespace(X, user_input=True)[0] is not NUMPY:
             raise ValueError(
                 f"{type(self).__name__} takes NumPy arrays only, but X is of type "
                 f"{type(X).__module__}.{type(X).__name__} under "

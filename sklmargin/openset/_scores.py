@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .._utils.array_api import input_namespace_or_numpy, wide_dtype
+from .._utils.array_api import NUMPY, get_namespace, wide_dtype
 
 #: Logit scale at which the maximum probability is read: ``T = max(1, s / 30)``.
 OPEN_SET_SCALE = 30.0
@@ -88,8 +88,8 @@ def log_max_probability(logits, temperature=1.0):
     array of shape (n_samples,), values in :math:`[-\log K, 0]`
         In the namespace and on the device of ``logits``.
     """
-    xp, device, on_device = input_namespace_or_numpy(logits)
-    if not on_device:
+    xp, device = get_namespace(logits, user_input=True)
+    if xp is NUMPY:
         scaled = np.asarray(logits, dtype=np.float64) / float(temperature)
         return scaled.max(axis=1) - logsumexp(scaled, axis=1)
     scaled = xp.astype(logits, wide_dtype(xp, device)) / float(temperature)
@@ -97,13 +97,13 @@ def log_max_probability(logits, temperature=1.0):
     return -xp.log(xp.sum(xp.exp(shifted), axis=1))
 
 
-def open_set_score(model, X, logits, xp=None, device=None):
+def open_set_score(model, X, logits):
     """``score_samples`` of one fitted model from its logits of validated rows ``X``.
 
     The log maximum probability at the model's temperature plus, for a
     Nyström map, the log-kernel to the nearest centre of the rows the map
     sees; in float64 (the widest float of ``X``'s device), in ``X``'s
-    namespace and on its device (``xp``, ``device``: None for NumPy rows).
+    namespace and on its device.
     """
     score = log_max_probability(logits, open_set_temperature(model.s_))
     # The Nyström map's own distance term; other maps have no centres.
@@ -111,4 +111,4 @@ def open_set_score(model, X, logits, xp=None, device=None):
     nearest = getattr(feature_map, "nearest_centre_log_similarity", None)
     if nearest is None:
         return score
-    return score + nearest(model._transform_input(X, xp, device))
+    return score + nearest(model._transform_input(X))

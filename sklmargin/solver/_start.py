@@ -15,7 +15,14 @@ from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import row_blocks, rows_namespace, to_device, to_numpy
+from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
+    row_blocks,
+    to_device,
+    to_numpy,
+    wide_dtype,
+)
 from ._lbfgs import fit_continuation
 
 
@@ -29,13 +36,14 @@ def weighted_class_sums(X, y_encoded, sample_weight, n_classes):
     weighted one-hot labels per block, in its widest float), ``K d`` numbers
     per block coming to the host.
     """
-    xp, device, wide = rows_namespace(X)
-    if xp is not None:
+    xp, device = get_namespace(X)
+    if xp is not NUMPY:
+        wide = wide_dtype(xp, device)
         classes = xp.arange(n_classes, device=device)
         sample_weight = to_device(sample_weight, xp, device, dtype=wide)
     sums = np.zeros((n_classes, X.shape[1]))
     for rows in row_blocks(X, 8 * X.shape[1]):
-        if xp is None:
+        if xp is NUMPY:
             chunk = X[rows]
             chunk = chunk.toarray() if sparse.issparse(chunk) else chunk
             indicator = sparse.csr_matrix(
