@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 import sklearn
+import sklearn.datasets
 from numpy.testing import assert_array_equal
 
 from sklmargin import (
@@ -148,3 +149,36 @@ def test_scale_gamma_of_constant_weighted_rows_in_memory_on_device_and_dask():
     gammas["dask"] = fitted.feature_map_.gamma_
     assert len(gammas) >= 2  # the device joins where array API dispatch can run
     assert gammas == dict.fromkeys(gammas, 1.0)
+
+
+def test_default_labels_agree_in_memory_on_dask_and_on_torch():
+    # The whole default pipeline (metric, gamma, width, centres, solve) on the
+    # same rows in three containers: the same labels on 2,000 held-out rows.
+    # Dask's chunked weighted sums round differently from the in-memory ones
+    # (gamma_ differs in its 10th digit), so a label sitting on a decision
+    # boundary may flip: at most one in a thousand. torch cpu runs the
+    # in-memory arithmetic: no flip.
+    X, y = sklearn.datasets.make_classification(
+        n_samples=4000, n_features=12, n_informative=8, n_classes=4, random_state=0
+    )
+    train, test = slice(0, 2000), slice(2000, None)
+    expected = (
+        KernelMarginSoftmaxClassifier(random_state=0).fit(X[train], y[train])
+    ).predict(X[test])
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    with dask.config.set(scheduler="synchronous"):
+        fitted = KernelMarginSoftmaxClassifier(random_state=0).fit(
+            da.from_array(X[train], chunks=700), da.from_array(y[train], chunks=700)
+        )
+        labels = np.asarray(fitted.predict(da.from_array(X[test], chunks=700)))
+    assert np.mean(labels != expected) <= 1e-3
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        return
+    torch = pytest.importorskip("torch")
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = KernelMarginSoftmaxClassifier(random_state=0).fit(
+            torch.from_numpy(X[train]), torch.from_numpy(y[train])
+        )
+        labels = np.asarray(fitted.predict(torch.from_numpy(X[test])).cpu())
+    assert_array_equal(labels, expected)
