@@ -100,8 +100,39 @@ def held_out_temperature(logits, y, sample_weight):
     return float(np.exp(result.x))
 
 
-def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, m, s):
-    """Return the scale ``s`` the held-out rows support, from the default up.
+def gradient_tol(estimator, margin, s):
+    """Return the solver's gradient tolerance: ``tol * min(s, s_0)``.
+
+    The gradient of the cosine losses is proportional to ``s``, so ``tol * s``
+    keeps the meaning of ``tol`` where it was measured, at the loss's default
+    scale ``s_0``. Above it the test stays at ``tol * s_0`` (for the
+    estimators that resolve ``s``, the losses that normalise the rows): on
+    wide unit rows a test that grew with ``s`` was met at the class-mean
+    start once ``s`` was a few times ``s_0``, so the sharper head the
+    resolved scale asks for was never fitted.
+    """
+    if s is None:
+        return estimator.tol
+    if estimator._scale_from_data and margin.normalizes_X and margin.uses_s:
+        return estimator.tol * min(s, margin.default_s)
+    return estimator.tol * s
+
+
+def margin_at_scale(m, s_0, s):
+    """Return the default margin at scale ``s``: ``m s_0 / s``, equal in logits.
+
+    ``s m`` is the margin the target logit must win by. The loss's default
+    ``(m, s_0)`` is the measured choice for small data; at a raised scale the
+    margin keeps ``s m`` there, since a constant ``m`` (a cosine offset) grows
+    with ``s`` into a margin the data no longer support.
+    """
+    return m if s == s_0 else m * (s_0 / s)
+
+
+def resolve_scale(
+    estimator, rows, y_encoded, sample_weight, n_classes, margin, m, s, follow=False
+):
+    """Return the scale ``s`` the held-out rows support, and the margin there.
 
     Parameters
     ----------
@@ -116,27 +147,34 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
     margin : Margin
     m, s : float
         The resolved margin and the loss's default scale.
+    follow : bool, default=False
+        Whether the margin follows the scale (:func:`margin_at_scale`: the
+        user left ``m`` at its default), in the pilots and in the result;
+        else ``m`` is used as given.
 
     Returns
     -------
-    float
-        ``s`` itself, or the raised scale.
+    s, m : float
+        ``s`` itself or the raised scale, and the margin to fit at it.
     """
+    m0, s0 = m, s
     xp, device, _ = rows_namespace(rows.X)
     hold = held_out_mask(rows.X, xp, device)
     n_hold = int(hold.sum())
     if n_hold < max(MIN_HELD_OUT, 5 * n_classes) or hold.all():
-        return s
+        return s, m
     train, test = np.flatnonzero(~hold), np.flatnonzero(hold)
     train_rows = _rows_at(rows, train, xp, device)
     test_rows = _rows_at(rows, test, xp, device)
     y_train = _labels_at(y_encoded, train, xp, device)
     sw_train, sw_test = sample_weight[train], sample_weight[test]
     if sw_test.sum() <= 0 or sw_train.sum() <= 0:
-        return s
+        return s, m
     totals = np.bincount(y_encoded[train], sw_train, minlength=n_classes)
     sums = weighted_class_sums(train_rows.X, y_train, sw_train, n_classes)
     for _ in range(MAX_RAISES):
+        if follow:
+            m = margin_at_scale(m0, s0, s)
         objective = LinearMarginObjective(
             train_rows, y_train, n_classes, sw_train, margin, m, s,
             estimator.C, estimator.fit_intercept,
@@ -146,7 +184,8 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
         # solve was a third of its cost.
         x0 = start_params(objective, totals, sums, estimator.random_state)
         result = fit_continuation(
-            objective, x0, max_iter=estimator.max_iter, tol=estimator.tol * s,
+            objective, x0, max_iter=estimator.max_iter,
+            tol=gradient_tol(estimator, margin, s),
             sphere=estimator._sphere_scaled_solver,
         )  # fmt: skip
         coef, intercept = objective.unpack(result.params)
@@ -155,8 +194,8 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
         logits = margin_free_logits(margin, test_rows.X, coef, intercept, s=s)
         t = held_out_temperature(to_numpy(logits), y_encoded[test], sw_test)
         if not t >= RAISE_AT:  # NaN too: a pilot in trouble changes nothing
-            return s
+            return s, m
         s = s * min(t, MAX_STEP)
         if t <= MAX_STEP:  # the held-out temperature, taken in one step
-            return s
-    return s
+            break
+    return s, (margin_at_scale(m0, s0, s) if follow else m0)
