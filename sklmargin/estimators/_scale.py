@@ -16,9 +16,14 @@ the held-out rows do not ask for a sharper model: the scale stays (the usual
 case for small data, where ``T`` is near or below 1). Otherwise the scale
 becomes ``s T``; only a ``T`` above ``MAX_STEP`` is cut to that factor and
 the pilot refitted at the new scale to ask again, at most ``MAX_RAISES``
-pilots in all. The final model is
-then fitted, cold, on all the rows at the scale found, so that
-``MarginSoftmaxClassifier(s=clf.s_)`` refits the same model.
+pilots in all. When the user left ``m`` at its default, the margin follows
+the scale (:func:`margin_at_scale`: ``s m`` kept in logits), in the pilots
+and in the final model. The final model is then fitted, cold, on all the rows
+at the scale and margin found, so that
+``MarginSoftmaxClassifier(s=clf.s_, m=clf.m_)`` refits the same model. Above
+the default scale the solver's stop test stays at the default's
+(:func:`gradient_tol`), so that a raised head is fitted, not left at its
+start.
 
 The slice is chosen by the rows' content (a hash of each unit row's
 projection on a fixed direction), not by their position: a permutation of the
