@@ -77,19 +77,26 @@ def test_default_margin_follows_the_raised_scale(embeddings):
 
 
 def test_fits_above_the_default_scale_are_fitted_as_far_as_at_it(embeddings):
-    # The stop test is tol * min(s, 30): at s = 150 on these 128-d unit rows
-    # a test of tol * s stops near the class-mean start (training log loss
-    # twice the converged one); at tol * 30 the fit gets within reach of it.
+    # Above s_0 = 30 with a margin of at most the default's in logits
+    # (s m <= 1.5) the stop test is tol * 30: at s = 150, m = 0 on these 128-d
+    # unit rows a test of tol * s stops near the class-mean start (training
+    # log loss twice the converged one); at tol * 30 the fit gets near it.
     X, y, _, _ = embeddings
     fit = MarginSoftmaxClassifier(s=150, m=0.0).fit(X, y)
     converged = MarginSoftmaxClassifier(s=150, m=0.0, tol=1e-7).fit(X, y)
     loss = log_loss(y, fit.predict_proba(X))
     assert loss <= 1.3 * log_loss(y, converged.predict_proba(X))
-    # At and below the default scale the test is tol * s, as before.
     from sklmargin.estimators._scale import gradient_tol
 
-    assert gradient_tol(fit.set_params(tol=1e-4), fit.margin_, 12.0) == 1e-4 * 12.0
-    assert gradient_tol(fit, fit.margin_, 300.0) == 1e-4 * 30.0
+    margin = fit.margin_
+    assert gradient_tol(fit, margin, 0.0, 300.0) == 1e-4 * 30.0
+    assert gradient_tol(fit, margin, 0.05 * 30 / 300.0, 300.0) == 1e-4 * 30.0
+    # At and below the default scale, and with a larger margin in logits (a
+    # CV search's path at the default margin), the test is tol * s as before.
+    assert gradient_tol(fit, margin, 0.0, 12.0) == 1e-4 * 12.0
+    assert gradient_tol(fit, margin, 0.05, 300.0) == 1e-4 * 300.0
+    kernel = KernelMarginSoftmaxClassifier()
+    assert gradient_tol(kernel, margin, 0.0, 300.0) == 1e-4 * 300.0
 
 
 def test_scale_grows_with_the_rows():

@@ -5,10 +5,11 @@ fits ``MarginSoftmaxClassifier()`` (which resolves ``s_`` from the rows),
 then refits at ``s=s_`` under each margin rule (``fixed``: m = 0.05 at every
 scale, the old default; ``logit``: ``m = 0.05 * 30 / s_``, so that ``s m``
 stays 1.5 logits, the new default; ``zero``: m = 0) and each stop test
-(``capped``: gradient tolerance ``tol * min(s, 30)``, the new rule; ``old``:
-``tol * s``), and prints training and test accuracy, test log loss and fit
-CPU (the refit alone: the pilots are the default's). Training accuracy is
-read on the first ``--train-rows`` training rows.
+(``capped``: gradient tolerance ``tol * 30`` above ``s = 30`` where
+``s m <= 1.5``, the new rule (so ``fixed``, whose ``s m`` is larger, keeps
+``tol * s``); ``old``: ``tol * s`` always), and prints training and test
+accuracy, test log loss and fit CPU (the refit alone: the pilots are the
+default's). Training accuracy is read on the first ``--train-rows`` training rows.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
         python benchmarks/studies/linear_margin_rule.py --sizes 50000,200000 \\
@@ -34,7 +35,7 @@ from sklmargin.estimators import _base, _scale  # noqa: E402
 CAPPED = _scale.gradient_tol
 
 
-def _old_tol(estimator, margin, s):
+def _old_tol(estimator, margin, m, s):
     return estimator.tol * (1.0 if s is None else s)
 
 

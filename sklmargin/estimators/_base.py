@@ -437,7 +437,7 @@ class BaseMarginSoftmax(
             # dloss/dcos = s (p - y): the gradient is proportional to the logit
             # scale, so the tolerance is too; tol then means the same at every s
             # (measured: at s=30, tol*s stops where accuracy has saturated).
-            tol=gradient_tol(self, margin, s),
+            tol=gradient_tol(self, margin, objective.m, s),
             warm=warm,
             verbose=self.verbose,
             sphere=self._sphere_scaled_solver,

@@ -118,10 +118,13 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         Stop when the largest absolute gradient entry is below ``tol * s`` (``tol``
         for L-Softmax). The gradient is proportional to the logit scale ``s``, so
         scaling the tolerance with it keeps its meaning when ``s`` is tuned. For the
-        losses that normalise the rows the test stops growing at the loss's default
-        scale: above it, ``tol * s_0``. Why: on wide unit rows (embeddings) a test
-        that grew with a large ``s`` was already met at the class-mean start, so the
-        sharper model a large scale stands for was not fitted. For the smooth cosine
+        losses that normalise the rows, a fit above the loss's default scale
+        ``s_0`` whose margin in logits is at most the default's
+        (``s m <= s_0 m_0``: the raised default, ``m=0``, NormFace) stops at
+        ``tol * s_0``. Why:
+        on wide unit rows (embeddings) its gradient at the class-mean start is
+        already below ``tol * s``, so the sharper model a large scale stands for was
+        not fitted; a larger margin keeps that gradient large. For the smooth cosine
         losses (AM-Softmax, NormFace: prototypes normalised, no kink, no
         support-vector rounds) L-BFGS runs with the biases scaled by ``s / sqrt(d)``
         and stops when ``|w_j| dF/dw_j`` and ``s / sqrt(d) dF/db`` are below that

@@ -21,9 +21,9 @@ the scale (:func:`margin_at_scale`: ``s m`` kept in logits), in the pilots
 and in the final model. The final model is then fitted, cold, on all the rows
 at the scale and margin found, so that
 ``MarginSoftmaxClassifier(s=clf.s_, m=clf.m_)`` refits the same model. Above
-the default scale the solver's stop test stays at the default's
-(:func:`gradient_tol`), so that a raised head is fitted, not left at its
-start.
+the default scale, at the default's margin in logits or less, the solver's
+stop test stays at the default's (:func:`gradient_tol`), so that a raised
+head is fitted, not left at its start.
 
 The slice is chosen by the rows' content (a hash of each unit row's
 projection on a fixed direction), not by their position: a permutation of the
@@ -105,21 +105,30 @@ def held_out_temperature(logits, y, sample_weight):
     return float(np.exp(result.x))
 
 
-def gradient_tol(estimator, margin, s):
-    """Return the solver's gradient tolerance: ``tol * min(s, s_0)``.
+def gradient_tol(estimator, margin, m, s):
+    """Return the solver's gradient tolerance: ``tol * s``, or ``tol * s_0``.
 
     The gradient of the cosine losses is proportional to ``s``, so ``tol * s``
     keeps the meaning of ``tol`` where it was measured, at the loss's default
-    scale ``s_0``. Above it the test stays at ``tol * s_0`` (for the
+    ``(m_0, s_0)``. A fit above the default scale whose margin in logits is
+    no more than the default's, ``s m <= s_0 m_0`` (the resolved default's
+    fits, ``m = 0``, NormFace), is stopped at ``tol * s_0`` instead (for the
     estimators that resolve ``s``, the losses that normalise the rows): on
-    wide unit rows a test that grew with ``s`` was met at the class-mean
-    start once ``s`` was a few times ``s_0``, so the sharper head the
-    resolved scale asks for was never fitted.
+    wide unit rows its gradient at the class-mean start is already below
+    ``tol * s``, so the sharper head a raised scale stands for was never
+    fitted. A larger margin keeps the start's gradient large, and those fits
+    (a search's path at the default margin) keep ``tol * s``.
     """
     if s is None:
         return estimator.tol
-    if estimator._scale_from_data and margin.normalizes_X and margin.uses_s:
-        return estimator.tol * min(s, margin.default_s)
+    if (
+        estimator._scale_from_data
+        and margin.normalizes_X
+        and margin.uses_s
+        and s > margin.default_s
+        and s * m <= margin.default_s * margin.default_m * (1 + 1e-9)
+    ):
+        return estimator.tol * margin.default_s
     return estimator.tol * s
 
 
@@ -190,7 +199,7 @@ def resolve_scale(
         x0 = start_params(objective, totals, sums, estimator.random_state)
         result = fit_continuation(
             objective, x0, max_iter=estimator.max_iter,
-            tol=gradient_tol(estimator, margin, s),
+            tol=gradient_tol(estimator, margin, m, s),
             sphere=estimator._sphere_scaled_solver,
         )  # fmt: skip
         coef, intercept = objective.unpack(result.params)
