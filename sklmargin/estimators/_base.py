@@ -65,7 +65,7 @@ from ..solver._start import (
 from ._device import move_fitted_to_device
 from ._fit_path import fit_path, validate_training_data
 from ._predict import MarginPredictMixin
-from ._scale import resolve_scale
+from ._scale import gradient_tol, resolve_scale
 
 # Prototypes whose norm falls this far below the largest have collapsed onto
 # the cone point w_j = 0 (L-Softmax with a small lambda_min).
@@ -267,10 +267,12 @@ class BaseMarginSoftmax(
             last = getattr(self, "margin_", None)
             if self.warm_start and last is not None and last.name == margin.name:
                 s = self.s_  # a warm start continues at the fitted scale
+                m = self.m_ if self.m is None else m
             else:
-                s = resolve_scale(
-                    self, rows, y_encoded, sample_weight, len(classes), margin, m, s
-                )
+                s, m = resolve_scale(
+                    self, rows, y_encoded, sample_weight, len(classes), margin, m, s,
+                    follow=self.m is None,
+                )  # fmt: skip
         largest = None
         if rows.norms is not None:
             largest = np.array([float(xp.max(rows.norms))])
@@ -435,7 +437,7 @@ class BaseMarginSoftmax(
             # dloss/dcos = s (p - y): the gradient is proportional to the logit
             # scale, so the tolerance is too; tol then means the same at every s
             # (measured: at s=30, tol*s stops where accuracy has saturated).
-            tol=self.tol * (s if s is not None else 1.0),
+            tol=gradient_tol(self, margin, objective.m, s),
             warm=warm,
             verbose=self.verbose,
             sphere=self._sphere_scaled_solver,

@@ -43,12 +43,17 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         ``"arcface"``, ``"l-softmax"`` or ``"a-softmax"`` (alias
         ``"sphereface"``).
     m : float, default=None
-        Margin; None means the loss's default: 0.05 for AM-Softmax and ArcFace,
-        1.5 for L-Softmax, 2 for A-Softmax (the user guide's table of defaults,
-        "What each loss normalises"). AM-Softmax: additive cosine margin
-        in [0, 1]; ArcFace: additive angle in radians, in [0, pi/2];
-        L-/A-Softmax: multiplicative angular margin, a real >= 1 (the papers use
-        integers); softmax and NormFace: must be None or 0.
+        Margin; None means the loss's default: 0.05 for AM-Softmax and ArcFace, 1.5
+        for L-Softmax, 2 for A-Softmax (the user guide's table of defaults, "What
+        each loss normalises"). When ``s=None`` raises the scale above the loss's
+        default ``s_0`` (see ``s``), the default margin follows it as ``m s_0 / s``,
+        so that ``s m``, the margin in logits, stays the default's. Why: a cosine
+        margin held constant while ``s`` grows becomes a margin of many logits that
+        large data do not support, and the raised head then fits worse than without
+        it. A margin given as a number is used as given at every scale. AM-Softmax:
+        additive cosine margin in [0, 1]; ArcFace: additive angle in radians, in [0,
+        pi/2]; L-/A-Softmax: multiplicative angular margin, a real >= 1 (the papers
+        use integers); softmax and NormFace: must be None or 0.
     s : float, default=None
         Logit scale (> 0) of the losses that normalise the features. None
         resolves it from the training rows, starting at the loss's default
@@ -64,7 +69,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         Below 200 held-out rows (or 5 per class), with SV-Softmax (``t > 1``),
         with ``warm_start`` (which keeps the fitted ``s_``) and for Dask input
         the default is used as is. The final model is fitted on all rows at
-        the resolved scale, reported in ``s_``: ``s=clf.s_`` refits it.
+        the resolved scale and margin (see ``m``), reported in ``s_`` and
+        ``m_``: ``s=clf.s_, m=clf.m_`` refits it.
         For softmax it is an inverse temperature (default 1);
         for A-Softmax it multiplies the sample norm ``|x|`` (default 8; the
         paper's is 1). L-Softmax takes its scale from the norms and requires None.
@@ -109,16 +115,22 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
         fits of a few hundred rows at extreme settings take seconds). A
         shared budget that runs out gives a ConvergenceWarning naming it.
     tol : float, default=1e-4
-        Stop when the largest absolute gradient entry is below ``tol * s``
-        (``tol`` for L-Softmax). The gradient is proportional to the logit scale
-        ``s``, so scaling the tolerance with it keeps its meaning when ``s`` is
-        tuned. For the smooth cosine losses (AM-Softmax, NormFace: prototypes
-        normalised, no kink, no support-vector rounds) L-BFGS runs with the
-        biases scaled by ``s / sqrt(d)`` and stops when ``|w_j| dF/dw_j`` and
-        ``s / sqrt(d) dF/db`` are below ``tol * s``: a fit that the data
-        decides rather than round-off, so that a last-bit change of ``X`` or a
-        row permutation leaves the labels alone (measured on the benchmarks
-        page, "Label stability").
+        Stop when the largest absolute gradient entry is below ``tol * s`` (``tol``
+        for L-Softmax). The gradient is proportional to the logit scale ``s``, so
+        scaling the tolerance with it keeps its meaning when ``s`` is tuned. For the
+        losses that normalise the rows, a fit above the loss's default scale
+        ``s_0`` whose margin in logits is at most the default's
+        (``s m <= s_0 m_0``: the raised default, ``m=0``, NormFace) stops at
+        ``tol * s_0``. Why:
+        on wide unit rows (embeddings) its gradient at the class-mean start is
+        already below ``tol * s``, so the sharper model a large scale stands for was
+        not fitted; a larger margin keeps that gradient large. For the smooth cosine
+        losses (AM-Softmax, NormFace: prototypes normalised, no kink, no
+        support-vector rounds) L-BFGS runs with the biases scaled by ``s / sqrt(d)``
+        and stops when ``|w_j| dF/dw_j`` and ``s / sqrt(d) dF/db`` are below that
+        test: a fit that the data decides rather than round-off, so that a last-bit
+        change of ``X`` or a row permutation leaves the labels alone (measured on
+        the benchmarks page, "Label stability").
     warm_start : bool, default=False
         Start from the previous solution (skips the lambda schedule).
     random_state : int, RandomState instance or None, default=None
@@ -143,7 +155,8 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     n_iter_ : int
         L-BFGS iterations over all runs.
     m_ : float
-        The margin used (default resolved).
+        The margin used: ``m``, or with ``m=None`` the loss's default, which
+        for the cosine losses follows a raised ``s_`` (see ``m``).
     s_ : float or None
         The logit scale used: ``s``, or with ``s=None`` the loss's default,
         for the cosine losses resolved from the training rows (see ``s``);

@@ -16,9 +16,14 @@ the held-out rows do not ask for a sharper model: the scale stays (the usual
 case for small data, where ``T`` is near or below 1). Otherwise the scale
 becomes ``s T``; only a ``T`` above ``MAX_STEP`` is cut to that factor and
 the pilot refitted at the new scale to ask again, at most ``MAX_RAISES``
-pilots in all. The final model is
-then fitted, cold, on all the rows at the scale found, so that
-``MarginSoftmaxClassifier(s=clf.s_)`` refits the same model.
+pilots in all. When the user left ``m`` at its default, the margin follows
+the scale (:func:`margin_at_scale`: ``s m`` kept in logits), in the pilots
+and in the final model. The final model is then fitted, cold, on all the rows
+at the scale and margin found, so that
+``MarginSoftmaxClassifier(s=clf.s_, m=clf.m_)`` refits the same model. Above
+the default scale, at the default's margin in logits or less, the solver's
+stop test stays at the default's (:func:`gradient_tol`), so that a raised
+head is fitted, not left at its start.
 
 The slice is chosen by the rows' content (a hash of each unit row's
 projection on a fixed direction), not by their position: a permutation of the
@@ -100,8 +105,48 @@ def held_out_temperature(logits, y, sample_weight):
     return float(np.exp(result.x))
 
 
-def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, m, s):
-    """Return the scale ``s`` the held-out rows support, from the default up.
+def gradient_tol(estimator, margin, m, s):
+    """Return the solver's gradient tolerance: ``tol * s``, or ``tol * s_0``.
+
+    The gradient of the cosine losses is proportional to ``s``, so ``tol * s``
+    keeps the meaning of ``tol`` where it was measured, at the loss's default
+    ``(m_0, s_0)``. A fit above the default scale whose margin in logits is
+    no more than the default's, ``s m <= s_0 m_0`` (the resolved default's
+    fits, ``m = 0``, NormFace), is stopped at ``tol * s_0`` instead (for the
+    estimators that resolve ``s``, the losses that normalise the rows): on
+    wide unit rows its gradient at the class-mean start is already below
+    ``tol * s``, so the sharper head a raised scale stands for was never
+    fitted. A larger margin keeps the start's gradient large, and those fits
+    (a search's path at the default margin) keep ``tol * s``.
+    """
+    if s is None:
+        return estimator.tol
+    if (
+        estimator._scale_from_data
+        and margin.normalizes_X
+        and margin.uses_s
+        and s > margin.default_s
+        and s * m <= margin.default_s * margin.default_m * (1 + 1e-9)
+    ):
+        return estimator.tol * margin.default_s
+    return estimator.tol * s
+
+
+def margin_at_scale(m, s_0, s):
+    """Return the default margin at scale ``s``: ``m s_0 / s``, equal in logits.
+
+    ``s m`` is the margin the target logit must win by. The loss's default
+    ``(m, s_0)`` is the measured choice for small data; at a raised scale the
+    margin keeps ``s m`` there, since a constant ``m`` (a cosine offset) grows
+    with ``s`` into a margin the data no longer support.
+    """
+    return m if s == s_0 else m * (s_0 / s)
+
+
+def resolve_scale(
+    estimator, rows, y_encoded, sample_weight, n_classes, margin, m, s, follow=False
+):
+    """Return the scale ``s`` the held-out rows support, and the margin there.
 
     Parameters
     ----------
@@ -116,27 +161,34 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
     margin : Margin
     m, s : float
         The resolved margin and the loss's default scale.
+    follow : bool, default=False
+        Whether the margin follows the scale (:func:`margin_at_scale`: the
+        user left ``m`` at its default), in the pilots and in the result;
+        else ``m`` is used as given.
 
     Returns
     -------
-    float
-        ``s`` itself, or the raised scale.
+    s, m : float
+        ``s`` itself or the raised scale, and the margin to fit at it.
     """
+    m0, s0 = m, s
     xp, device = get_namespace(rows.X)
     hold = held_out_mask(rows.X, xp, device)
     n_hold = int(hold.sum())
     if n_hold < max(MIN_HELD_OUT, 5 * n_classes) or hold.all():
-        return s
+        return s, m
     train, test = np.flatnonzero(~hold), np.flatnonzero(hold)
     train_rows = _rows_at(rows, train, xp, device)
     test_rows = _rows_at(rows, test, xp, device)
     y_train = _labels_at(y_encoded, train, xp, device)
     sw_train, sw_test = sample_weight[train], sample_weight[test]
     if sw_test.sum() <= 0 or sw_train.sum() <= 0:
-        return s
+        return s, m
     totals = np.bincount(y_encoded[train], sw_train, minlength=n_classes)
     sums = weighted_class_sums(train_rows.X, y_train, sw_train, n_classes)
     for _ in range(MAX_RAISES):
+        if follow:
+            m = margin_at_scale(m0, s0, s)
         objective = LinearMarginObjective(
             train_rows, y_train, n_classes, sw_train, margin, m, s,
             estimator.C, estimator.fit_intercept,
@@ -146,7 +198,8 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
         # solve was a third of its cost.
         x0 = start_params(objective, totals, sums, estimator.random_state)
         result = fit_continuation(
-            objective, x0, max_iter=estimator.max_iter, tol=estimator.tol * s,
+            objective, x0, max_iter=estimator.max_iter,
+            tol=gradient_tol(estimator, margin, m, s),
             sphere=estimator._sphere_scaled_solver,
         )  # fmt: skip
         coef, intercept = objective.unpack(result.params)
@@ -155,8 +208,8 @@ def resolve_scale(estimator, rows, y_encoded, sample_weight, n_classes, margin, 
         logits = margin_free_logits(margin, test_rows.X, coef, intercept, s=s)
         t = held_out_temperature(to_numpy(logits), y_encoded[test], sw_test)
         if not t >= RAISE_AT:  # NaN too: a pilot in trouble changes nothing
-            return s
+            return s, m
         s = s * min(t, MAX_STEP)
         if t <= MAX_STEP:  # the held-out temperature, taken in one step
-            return s
-    return s
+            break
+    return s, (margin_at_scale(m0, s0, s) if follow else m0)
