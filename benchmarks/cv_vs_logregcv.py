@@ -227,7 +227,8 @@ def main():
 def summarize(rows):
     by = {(r["dataset"], r["model"]): r for r in rows}
     datasets = sorted({r["dataset"] for r in rows})
-    if not all((d, m) in by for d in datasets for m in ("ours", "lrcv")):
+    pairs = [(d, m) for d in datasets for m in ("ours", "lrcv")]
+    if not datasets or not all(pair in by for pair in pairs):
         return
     print(
         "\n| dataset | acc ours | acc LRCV | log loss ours (T=1) | log loss LRCV | "
