@@ -4,7 +4,9 @@ One run, the same folds for everyone (5 stratified folds of the training split,
 shuffled with seed 0, or ``--fold-seed``), StandardScaler in a Pipeline, BLAS
 pinned to one thread, n_jobs=1. Per dataset and model: test accuracy, log loss
 and ECE of ``predict_proba`` (15 equal-width bins of the top-class confidence),
-fit time.
+fit time. The frozen-embedding sets (``clip_*`` and the generated
+``synthetic_teacher_384x50`` of ``embeddings.py``, named in ``--datasets``)
+are fitted without the scaler, as ``embeddings.py`` fits them.
 
 Models
 ------
@@ -20,6 +22,8 @@ Models
 * ``ours_cv3``, ``ours_ll``, ``ours_cv3_ll`` (opt-in): ours with 3 shuffled
   stratified folds (the same seed) and/or ``scoring="neg_log_loss"``, to measure
   what those defaults would change (``benchmarks/results_cv_defaults.md``).
+* ``ours_m0`` (opt-in): ours with ``ms=(0.0, 0.05)``, a second path at
+  ``m = 0``.
 * ``ours27``/``lrcv27`` (opt-in): the crossed grid, 3 margins (0, 0.05, 0.1)
   x 9 scales (7.5 to 120), against ``LogisticRegressionCV(Cs=27)``.
 
@@ -47,6 +51,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from _common import DEFAULT_DATA  # noqa: E402
+from embeddings import NEWCOMER, newcomer_set  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.linear_model import LogisticRegressionCV  # noqa: E402
 from sklearn.metrics import accuracy_score, log_loss  # noqa: E402
@@ -72,6 +77,8 @@ def models(folds, folds3):
         "ours": MarginSoftmaxClassifierCV(cv=folds),
         "ours_cv3": MarginSoftmaxClassifierCV(cv=folds3),
         "ours_fulltol": MarginSoftmaxClassifierCV(cv=folds, path_tol=None),
+        # The margin axis with m = 0 beside the default 0.05 (two paths).
+        "ours_m0": MarginSoftmaxClassifierCV(cv=folds, ms=(0.0, 0.05)),
         "ours_tol3": MarginSoftmaxClassifierCV(cv=folds, tol=1e-3),
         "ours_ll": MarginSoftmaxClassifierCV(cv=folds, scoring="neg_log_loss"),
         "ours_cv3_ll": MarginSoftmaxClassifierCV(cv=folds3, scoring="neg_log_loss"),
@@ -91,10 +98,18 @@ def probability_metrics(proba, y_test, classes):
     }
 
 
+def is_embedding(name):
+    """Frozen-embedding sets (CLIP, the generated one): fitted unscaled."""
+    return name.startswith("clip_") or name == NEWCOMER
+
+
 def run(name, path, model_names, fold_seed=0):
-    data = load_npz(name, path)
-    X_train, y_train = data.X_train, data.y_train
-    X_test, y_test = data.X_test, data.y_test
+    if name == NEWCOMER:
+        X_train, y_train, X_test, y_test, _ = newcomer_set()
+    else:
+        data = load_npz(name, path)
+        X_train, y_train = data.X_train, data.y_train
+        X_test, y_test = data.X_test, data.y_test
     folds = list(
         StratifiedKFold(5, shuffle=True, random_state=fold_seed).split(X_train, y_train)
     )
@@ -105,7 +120,9 @@ def run(name, path, model_names, fold_seed=0):
     for model_name, model in models(folds, folds3).items():
         if model_name not in model_names:
             continue
-        pipeline = make_pipeline(StandardScaler(), model)
+        # Embeddings as embeddings.py fits them: unit rows, no scaler.
+        steps = [model] if is_embedding(name) else [StandardScaler(), model]
+        pipeline = make_pipeline(*steps)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             start, cpu_start = time.perf_counter(), time.process_time()
@@ -180,6 +197,9 @@ def main():
     if args.datasets:
         wanted = set(args.datasets.split(","))
         paths = [p for p in paths if p.stem in wanted]
+        if NEWCOMER in wanted:  # generated, not a file
+            paths.append(Path(NEWCOMER))
+    print(f"load average at start: {os.getloadavg()}")
     print(
         f"BLAS pinned to 1 thread; n_jobs=1; ECE with {N_BINS} equal-width bins; "
         f"fold seed {args.fold_seed}"
@@ -193,13 +213,22 @@ def main():
                 with open(args.out, "a") as handle:
                     for row in rows:
                         handle.write(json.dumps(row) + "\n")
-    summarize(all_rows)
+    print(f"load average at end: {os.getloadavg()}")
+    summarize([r for r in all_rows if r["dataset"] != NEWCOMER])
+    for row in all_rows:
+        if row["dataset"] == NEWCOMER:
+            print(
+                f"{NEWCOMER} {row['model']}: acc {row['accuracy']:.4f} "
+                f"log loss {row['log_loss']:.4f} ece {row['ece']:.4f}"
+                + (f" cpu {row['cpu_time']:.2f}s" if "cpu_time" in row else "")
+            )
 
 
 def summarize(rows):
     by = {(r["dataset"], r["model"]): r for r in rows}
     datasets = sorted({r["dataset"] for r in rows})
-    if not all((d, m) in by for d in datasets for m in ("ours", "lrcv")):
+    pairs = [(d, m) for d in datasets for m in ("ours", "lrcv")]
+    if not datasets or not all(pair in by for pair in pairs):
         return
     print(
         "\n| dataset | acc ours | acc LRCV | log loss ours (T=1) | log loss LRCV | "

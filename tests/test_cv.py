@@ -287,8 +287,9 @@ def test_a_path_prepares_its_rows_once(iris, make, monkeypatch):
     calls.clear()
     own = make().fit(X, y)
     n_points = shared.scores_.size
-    # One preparation per fold path, one per fold's chosen point fitted on
-    # to tol (where path_tol is looser), one for the refit's path.
+    # One preparation per fold path (its start's probe included), one per
+    # fold's chosen point fitted on to tol (where path_tol is looser), one
+    # for the refit's path.
     assert n_shared <= 3 + 3 + 1 < n_points <= len(calls)
     np.testing.assert_allclose(shared.scores_, own.scores_, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(shared.n_iter_, own.n_iter_)
@@ -600,6 +601,8 @@ def test_loose_paths_finish_the_chosen_point_at_tol_and_refit_from_its_mean(loss
     # With path_tol looser than tol, each fold's path model at the chosen
     # point is fitted on to tol (warm-started); the temperature is fitted on
     # those models' held-out logits and the refit starts from their mean.
+    from sklmargin.model_selection._cv_path import path_tolerance
+
     X, y = make_classification(
         n_samples=300, n_features=10, n_informative=8, n_classes=4, random_state=1
     )
@@ -614,8 +617,12 @@ def test_loose_paths_finish_the_chosen_point_at_tol_and_refit_from_its_mean(loss
     logits, labels, finished = [], [], []
     for train, test in StratifiedKFold(3).split(X, y):
         fold = MarginSoftmaxClassifier(loss=loss, warm_start=True, **params)
+        # The path measures its cold start (no iteration) and stops at the
+        # tighter of path_tol and a tenth of that start's gradient.
+        fold.set_params(**{name: path[0]}, tol=1e300).fit(X[train], y[train])
+        tol = path_tolerance(1e-2, fold, min_tol=1e-4)
         for value in steps:
-            fold.set_params(**{name: value}, tol=1e-2).fit(X[train], y[train])
+            fold.set_params(**{name: value}, tol=tol).fit(X[train], y[train])
         fold.set_params(tol=1e-4).fit(X[train], y[train])
         logits.append(fold.decision_function(X[test]))
         labels.append(y[test])
@@ -704,6 +711,39 @@ def test_path_tol_loosens_only_the_selecting_fits():
         search(path_tol=1e-2, refit=False).n_iter_,
         search(path_tol=None, refit=False).n_iter_,
     )
+
+
+def test_loose_paths_move_on_a_many_class_embedding_like_problem():
+    # Unit rows, 30 classes, a noisy linear teacher: each gradient entry is
+    # small, and the class-mean start's largest one is already near
+    # 1e-3 * s. The absolute path_tol then stopped most path points before
+    # their first iteration (here 5 of 9 fold fits took none), so s was
+    # chosen on nearly the same start. Each path now reduces its start's
+    # gradient at least tenfold (PATH_REDUCTION): every fold fit moves.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 96))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.argmax(
+        2.0 * X @ rng.standard_normal((96, 30)) + rng.gumbel(size=(3000, 30)), axis=1
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        clf = MarginSoftmaxClassifierCV(ss=[10.0, 20.0, 40.0], cv=3).fit(X, y)
+    assert np.all(np.asarray(clf.n_iter_) > 0)
+
+
+def test_path_tolerance_keeps_path_tol_where_the_start_is_steep(iris):
+    # Where the start's gradient is large (iris: about 1e-1 * s) path_tol
+    # is already a tenfold reduction and stays; it never goes below tol.
+    from sklmargin.model_selection._cv_path import path_tolerance
+
+    X, y = iris
+    X = StandardScaler().fit_transform(X)
+    probe = MarginSoftmaxClassifier(s=10.0, m=0.05, tol=1e300).fit(X, y)
+    assert probe.n_iter_ == 0
+    assert path_tolerance(1e-3, probe, min_tol=1e-4) == 1e-3
+    assert 1e-4 <= path_tolerance(1.0, probe, min_tol=1e-4) < 1.0
+    assert path_tolerance(1.0, probe, min_tol=0.9) == 0.9
 
 
 @pytest.mark.parametrize("path_tol", [0.0, -1e-3, "loose"])

@@ -451,6 +451,9 @@ class BaseMarginSoftmax(
             )
         self._store_solution(objective, result.params)
         self._stalled_at = result.stalled_at  # (the next warm refit's)
+        # The gradient size the stop test read (on its scale, tol * s): a CV
+        # path sets its tolerance from its start's (_cv_path.path_tolerance).
+        self._gradient_size = float(result.max_abs_grad)
         warn_if_not_converged(
             result,
             self.max_iter,

@@ -73,7 +73,13 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
         The tolerance (read as ``tol`` is: its stop test at ``path_tol * s``)
         of the fits that only select: every point of the folds' paths. The
         looser of ``tol`` and ``path_tol`` is used; None fits everything at
-        ``tol``. A model stopped at ``path_tol`` is less sharp than one fitted
+        ``tol``. That test is absolute, and where every gradient entry is
+        small (many classes, many features, noisy labels: a linear probe on
+        embeddings) the start would already pass it and the path would
+        score the same start at every ``s``; so each fold's path measures
+        its cold start's gradient and stops where it is ten times smaller,
+        when that is tighter than ``path_tol`` (never tighter than ``tol``).
+        A model stopped at ``path_tol`` is less sharp than one fitted
         to ``tol``, and a temperature fitted on its held-out logits would
         over-sharpen the final model. So once the paths have chosen the
         point, each fold's model there is fitted on to ``tol``

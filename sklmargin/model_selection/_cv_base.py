@@ -329,6 +329,7 @@ class _BaseMarginSoftmaxCV(
             else base,
             data, folds, scored, heads, axes,
             keep_models=self._finishes_chosen(base) or not self.refit,
+            min_tol=base.tol if self.refit else None,
         )  # fmt: skip
         scores, n_iter, times = (
             np.array([[getattr(p, key) for p in fold] for fold in points], dtype)
@@ -460,7 +461,9 @@ class _BaseMarginSoftmaxCV(
             self.n_jobs, self.verbose,
         )  # fmt: skip
 
-    def _fit_folds(self, base, data, folds, scored, heads, axes, keep_models=False):
+    def _fit_folds(
+        self, base, data, folds, scored, heads, axes, keep_models=False, min_tol=None
+    ):  # fmt: skip
         """Fit every fold at every grid point: ``(grid_points, points)``.
 
         ``points[f][b]`` is the :class:`PathPoint` of fold ``f`` at
@@ -471,7 +474,8 @@ class _BaseMarginSoftmaxCV(
         job and map axes lead, so the jobs' points in order are the grid's
         points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``;
         ``keep_models`` keeps every point's model (``refit=False`` predicts
-        with them, :meth:`_finish_chosen` continues them).
+        with them, :meth:`_finish_chosen` continues them); ``min_tol`` the
+        tolerance a path may tighten to (:func:`~._cv_path.path_tolerance`).
         """
         job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
@@ -489,7 +493,7 @@ class _BaseMarginSoftmaxCV(
                     ]  # fmt: skip
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
-            keep_models, self.verbose, self._fold_preparer(),
+            keep_models, self.verbose, self._fold_preparer(), min_tol,
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's

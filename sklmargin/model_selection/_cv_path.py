@@ -43,6 +43,7 @@ from .._utils.array_api import (
     to_numpy,
 )
 from ..estimators._fit_path import fit_path
+from ..losses._registry import get_margin
 
 
 class PathGrid(NamedTuple):
@@ -59,6 +60,10 @@ class PathGrid(NamedTuple):
     # prepare(job_point, rows) -> (rows, map_params, attach): the
     # kernel search's per-fold input metric (None: the rows as they are).
     prepare: Callable | None = None
+    # The estimator's own tol when the paths stop at a looser one: each
+    # path's tolerance then tightens towards it where the start's gradient
+    # is small (path_tolerance); None keeps the base estimator's tol.
+    min_tol: float | None = None
 
 
 class Head(NamedTuple):
@@ -202,16 +207,80 @@ def fit_fold(estimator, data, train, test, grid, label, scored, job_point=None):
     return points
 
 
+#: A path's fits stop where the gradient is this fraction of its cold
+#: start's, when that is tighter than ``path_tol`` (:func:`path_tolerance`).
+PATH_REDUCTION = 0.1
+
+
+#: The tolerance of the fit that only measures a path's start: no iteration.
+_PROBE_TOL = 1e300
+
+
+def probes_start(estimator, min_tol):
+    """Whether a path measures its start's gradient first (:func:`path_tolerance`).
+
+    Only where its tolerance (the search's ``path_tol``) is looser than
+    ``min_tol`` (the estimator's ``tol``; None: never), and for the losses
+    whose cold start is a plain start: the lambda schedule of L-/A-Softmax,
+    SV-Softmax's state rounds and L-Softmax's softmax start are no measure
+    of the problem, and a warm start would skip them.
+    """
+    if min_tol is None or estimator.tol <= min_tol:
+        return False
+    margin = get_margin(estimator.loss)
+    return not (
+        margin.uses_lambda or margin.stateful or margin.start == "softmax-solution"
+    )
+
+
+def path_tolerance(tol, probe, min_tol):
+    """Return one fold's path tolerance: ``tol``, or tighter where it is blind.
+
+    ``tol`` is the search's ``path_tol``, read as the estimator's ``tol`` is:
+    the stop test holds where the largest gradient entry (on the stop
+    test's scale) is below ``tol * s``. That test is absolute, and the size
+    of a gradient entry depends on the problem: with many classes, many
+    features and noisy labels (a linear probe on embeddings) the class-mean
+    start's largest entry is already about ``1e-3 * s``, so at
+    ``path_tol=1e-3`` a path's fits barely move, or not at all, and every
+    ``s`` is scored on nearly the same start. ``probe`` is the path's
+    estimator fitted at its first point without an iteration (its cold
+    start, which the path's first fit continues): the path stops at
+    :data:`PATH_REDUCTION` times its gradient where that is tighter than
+    ``tol``, so every path reduces its start's gradient at least tenfold.
+    Never tighter than ``min_tol`` (the estimator's ``tol``). Where the
+    start's gradient is steep (most tabular sets: 1e-2 * s to 1e-1 * s)
+    ``tol`` stays.
+    """
+    start = probe._gradient_size / (probe.s_ if probe.s_ is not None else 1.0)
+    if not np.isfinite(start):
+        return tol
+    return max(min_tol, min(tol, PATH_REDUCTION * start))
+
+
 def _walk_path(estimator, inner, head, rows, grid, label, scored):
     """Fit one warm-started path on a fold's mapped rows: its PathPoints."""
     path = clone(estimator).set_params(**inner, warm_start=True)
+    probing, loose = probes_start(path, grid.min_tol), path.tol
+
+    def steps():  # lazy: the path's tol is set once its start is measured
+        tol = loose
+        if probing:
+            # No iteration: the stored model is the cold start, which the
+            # first point's fit then continues (warm: the same start).
+            yield {head.path_name: head.path_values[0], "tol": _PROBE_TOL}
+            tol = path_tolerance(loose, path, grid.min_tol)
+        for value in head.path_values:
+            yield {head.path_name: value, "tol": tol}
+
     # The FeatureScaleWarning is left to the final refit on all the rows,
     # once, not once per fold and grid point.
     fits = fit_path(
-        path, rows.X_train, rows.y_train, rows.sw_train,
-        [{head.path_name: value} for value in head.path_values],
+        path, rows.X_train, rows.y_train, rows.sw_train, steps(),
         mapped=rows.premapped, warn_scale=False,
     )  # fmt: skip
+    if probing:
+        next(fits)
     points = []
     for value in head.path_values:
         start = time.perf_counter()
