@@ -108,9 +108,22 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         between a floor and a cap (:func:`auto_n_components`; the width used
         is ``n_components_``): the order of centres that keeps the learning
         rate of Nyström kernel methods [8]_, capped for the fit's cost, which
-        is linear in the width (and the predict's, quadratic). The gain over
-        a fixed width shows on the larger sets (the benchmarks page, "Where
-        the defaults come from").
+        is linear in the width (and the predict's, quadratic), and lowered to
+        the widest map the memory budget holds
+        (:mod:`sklmargin.features._memory`: half the free memory, or
+        ``SKLMARGIN_MEMORY_BUDGET``). The gain over a fixed width shows on the
+        larger sets (the benchmarks page, "Where the defaults come from").
+        "path" lets the data choose (Nyström with uniform centres only; the
+        others take "auto"): a warm path of maps over 500, 1000, 2000, ...
+        nested centres, scored on a held-out tenth of the training rows and
+        stopped where it stops gaining (:mod:`sklmargin.features._width`;
+        the path in ``width_path_``). It is an option, not the default: it
+        costs more fit time where it keeps 1000 centres, and the predict
+        cost grows with the square of the width it picks. The Dask fit walks
+        it on the gathered rows when they fit the budget; a CV search's folds
+        take "auto". An integer width whose fit would exceed the memory
+        budget is refused with a ValueError naming the sizes; predict maps
+        its rows in blocks of bounded memory.
     kernel_approximation : {"nystroem", "orf", "rff"}, default="nystroem"
         :class:`NystroemFeatures` (centres chosen among the training rows,
         float32 end to end), orthogonal random features or i.i.d. random
@@ -226,6 +239,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     n_components_ : int
         The width asked of the feature map (``n_components`` resolved; the
         Nyström map may keep fewer, ``feature_map_.n_components_``).
+    width_path_ : dict
+        Only when ``n_components="path"`` walked its path: the ``widths``
+        tried, their held-out accuracies ``scores``, the L-BFGS iterations
+        ``n_iter`` of each, the ``held_out`` rows, the memory ``cap``, the
+        ``chosen`` width and why the path stopped (``stop``).
     n_iter_ : int
     m_ : float
         The margin used (default resolved).
@@ -289,7 +307,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             Interval(Real, 0, None, closed="neither"),
         ],
         "n_components": [
-            StrOptions({"auto"}),
+            StrOptions({"auto", "path"}),
             Interval(Integral, 1, None, closed="left"),
         ],
         "kernel_approximation": [StrOptions({"nystroem", "orf", "rff"})],
@@ -394,6 +412,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         from ..features._input_transform import apply_input_transform
         from ._metric import training_row_keys
 
+        # The labels a data-chosen width scores its path on (_path_map).
+        self._path_labels = y_encoded if learn else None
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
@@ -490,6 +510,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         )
 
     def _fit_feature_map(self, X, sample_weight, xp=None, device=None, mapped=None):
+        labels = self.__dict__.pop("_path_labels", None)
         if mapped is not None:  # a CV fold's map and rows, used as they are
             self.feature_map_, features = mapped
             self._fitted_map_key = None
@@ -499,9 +520,14 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             # The key of the rows as received (before the compute dtype), as
             # _fit_input_transform compares it.
             key = self._map_key(X, xp)
-            kernel = self._kernel_features()
-            features = kernel.fit_transform(X, sample_weight, xp)
-            self.feature_map_ = kernel.map_
+            self.__dict__.pop("width_path_", None)
+            chosen = self._path_map(X, labels, sample_weight, xp, device)
+            if chosen is not None:
+                self.feature_map_, features = chosen
+            else:
+                kernel = self._kernel_features()
+                features = kernel.fit_transform(X, sample_weight, xp)
+                self.feature_map_ = kernel.map_
             self._fitted_map_key = key
         # Read off the map the model keeps (as the Dask fit does): a CV fold's
         # map is made by another estimator (_fold_features) and its path
@@ -510,8 +536,85 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         self.compute_dtype_ = numpy_dtype(features.dtype).name
         return features
 
+    def _walks_path(self):
+        """Whether ``n_components="path"`` walks its path (see there)."""
+        return (
+            self.n_components == "path"
+            and self.kernel_approximation == "nystroem"
+            and self.centres == "uniform"
+        )
+
+    def _path_map(self, X, y_encoded, sample_weight, xp=None, device=None):
+        """``(map, mapped rows)`` at the width the data choose, or None.
+
+        :func:`~sklmargin.features._width.choose_width` on a host copy of the
+        rows (``n_components="path"``); its path's model at the chosen width
+        starts the final fit. None (the rule's width) without labels, for
+        another map or selector, or where the path has nothing to walk.
+        """
+        if y_encoded is None or not self._walks_path():
+            return None
+        from functools import partial
+
+        from sklearn.utils import check_random_state
+
+        from .._utils.array_api import move_fitted_arrays, to_device
+        from ..features._gamma import scale_gamma
+        from ..features._nystroem import _FITTED_ARRAYS
+        from ..features._row_keys import stable_row_keys
+        from ..features._width import choose_width, fit_path_model
+
+        kernel = self._kernel_features()
+        n_samples = X.shape[0]
+        dtype = kernel.dtype(n_samples, numpy_dtype(X.dtype))
+        rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
+        weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
+        gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
+        template = kernel.new_map(n_samples, gamma)
+        if gamma == "scale":
+            gamma = scale_gamma(rows, weights)
+        choice = choose_width(
+            rows, np.asarray(to_numpy(y_encoded)), weights, stable_row_keys(rows),
+            gamma, check_random_state(self.random_state),
+            partial(fit_path_model, self), template,
+        )  # fmt: skip
+        if choice is None:
+            return None
+        self.width_path_ = choice.path
+        self._start_model = choice.start
+        features = choice.features
+        if xp is not None:
+            move_fitted_arrays(choice.feature_map, _FITTED_ARRAYS, xp, device)
+            features = to_device(features, xp, device)
+        return choice.feature_map, features
+
     def _map_features(self, X, xp=None, device=None):
         return self._kernel_features().transform(X, xp)
+
+    def _model_logits(self, X, xp=None, device=None):
+        """Logits of ``X`` by row blocks whose mapped rows stay bounded.
+
+        Each block maps at most
+        :data:`~sklmargin.features._memory.PREDICT_BLOCK_BYTES` of features
+        (:func:`~sklmargin.features._memory.predict_rows_per_block`): a
+        predict on many rows never holds all of them mapped. Every step is
+        per row, so the blocks change nothing but the memory.
+        """
+        from ..features._memory import predict_rows_per_block
+
+        width = int(self.feature_map_._n_features_out)
+        itemsize = np.dtype(self.compute_dtype_).itemsize
+        block = predict_rows_per_block(width, itemsize)
+        n_rows = X.shape[0]
+        if n_rows <= block:
+            return super()._model_logits(X, xp, device)
+        parts = [
+            super(KernelMarginSoftmaxClassifier, self)._model_logits(
+                X[start : start + block, :], xp, device
+            )
+            for start in range(0, n_rows, block)
+        ]
+        return np.concatenate(parts) if xp is None else xp.concat(parts, axis=0)
 
     def _fold_features(self, X_train, sample_weight, X_test, xp=None, device=None):
         kernel = self._kernel_features()
