@@ -120,10 +120,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         the path in ``width_path_``). It is an option, not the default: it
         costs more fit time where it keeps 1000 centres, and the predict
         cost grows with the square of the width it picks. The Dask fit walks
-        it on the gathered rows when they fit the budget; a CV search's folds
-        take "auto". An integer width whose fit would exceed the memory
-        budget is refused with a ValueError naming the sizes; predict maps
-        its rows in blocks of bounded memory.
+        it on the gathered rows when they fit the budget; a CV search's
+        folds take "auto" (its refit walks the path). An integer width whose
+        fit would exceed the memory budget is refused with a ValueError
+        naming the sizes; predict maps its rows in blocks of bounded memory.
     kernel_approximation : {"nystroem", "orf", "rff"}, default="nystroem"
         :class:`NystroemFeatures` (centres chosen among the training rows,
         float32 end to end), orthogonal random features or i.i.d. random
