@@ -52,6 +52,12 @@ START_WIDTH = 500
 #: where the test rows differ from them (other writers, other speakers), and
 #: a narrower map then looks as good as a wider one on it, not on the test.
 MIN_WIDTH = 1000
+#: Whether the floor is the rule's width (``n_components="auto"``,
+#: :func:`~sklmargin.features._kernel_features.auto_n_components`) when it
+#: is above :data:`MIN_WIDTH`, the path then starting at half of it: the
+#: path keeps at least what the rule would, and a held-out slice decides
+#: only whether to go wider.
+FLOOR_RULE = True
 #: Each step of the path multiplies the width by this.
 GROWTH = 2.0
 #: Share of the training rows held out to score the path, and its bounds.
@@ -64,8 +70,12 @@ MIN_GAIN = 0.005
 #: The ratio of one step's gain to the previous one's, assumed before two
 #: gains are measured (0.2: a first gain under 2.5 points stops the path).
 DECAY = 0.2
-#: The path's fits stop at this multiple of the estimator's ``tol``.
-PATH_TOL_FACTOR = 1.0
+#: The path's fits stop at this multiple of the estimator's ``tol``. The
+#: stopping test is on the largest gradient entry: from the narrower model's
+#: padded coefficients the new features' gradient entries start small (the
+#: objective is an average over the rows) and at the estimator's ``tol`` a
+#: wider fit may stop before its first step.
+PATH_TOL_FACTOR = 0.1
 #: Copies of the mapped rows the path holds at its peak (the rows, their
 #: training part's normalised copy, the next step's wider array).
 PATH_COPIES = 3
@@ -297,12 +307,18 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
     Returns
     -------
     WidthChoice or None
-        None when there is no path to walk: at most :data:`MIN_WIDTH`
+        None when there is no path to walk: at most the floor's number of
         distinct rows (all of them are centres: the exact kernel machine), a
         class missing from the training part, or held-out rows of zero weight.
     """
     n_samples = X.shape[0]
     dtype = X.dtype
+    floor, start = MIN_WIDTH, START_WIDTH
+    if FLOOR_RULE:
+        from ._kernel_features import auto_n_components
+
+        floor = max(MIN_WIDTH, auto_n_components(n_samples))
+        start = max(START_WIDTH, int(round(floor / GROWTH)))
     n_held = int(np.clip(round(HELD_OUT_FRACTION * n_samples), *HELD_OUT_ROWS))
     held = held_out_rows(keys, min(n_held, n_samples // 5))
     train = np.setdiff1d(np.arange(n_samples), held, assume_unique=True)
@@ -313,7 +329,7 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
     n_classes = int(np.max(y)) + 1
     usable = (
         len(held) > 0
-        and len(index) > MIN_WIDTH
+        and len(index) > floor
         and np.unique(y[train]).shape[0] == n_classes
         and np.sum(sample_weight[held]) > 0
     )
@@ -335,7 +351,7 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
     y_train, y_held = y[perm[:n_train]], y[perm[n_train:]]
     sw_train, sw_held = sample_weight[perm[:n_train]], sample_weight[perm[n_train:]]
     best, best_correct, best_score = None, None, -np.inf
-    width, stop, last_gain = min(START_WIDTH, cap), "cap", None
+    width, stop, last_gain = min(start, cap), "cap", None
     while True:
         features = nested.grow(width, rows, features)
         model = fit_path(features[:n_train], y_train, sw_train, best)
@@ -367,13 +383,13 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
                 break
             last_gain = gain
         width = following
-    if chosen_width < min(MIN_WIDTH, cap):
+    if chosen_width < min(floor, cap):
         # Below MIN_WIDTH a saturated held-out slice says little (see there):
         # the floor, fitted cold (the path's narrower model would be a stale
         # start: its padded coefficients already meet the tolerance).
-        features = nested.grow(min(MIN_WIDTH, cap), rows, features)
+        features = nested.grow(min(floor, cap), rows, features)
         chosen_width, best = nested.width, None
-        stop += f"; raised to the floor of {MIN_WIDTH}"
+        stop += f"; raised to the floor of {floor}"
     path.update(cap=cap, chosen=chosen_width, stop=stop)
     return _finish(nested, features[:, :chosen_width], perm, best, path, template)
 
