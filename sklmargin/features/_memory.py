@@ -187,8 +187,9 @@ def check_fit_memory(
         f"the memory budget of {_mib(budget)} ({source}; "
         "sklmargin.features._memory.MEMORY_BUDGET or the environment variable "
         f"{BUDGET_VARIABLE} set it). Lower n_components (at most {widest} fit), "
-        "use n_components='auto', fit on fewer rows, or use compute_dtype="
-        "'float32'."
+        "use n_components='auto'"
+        + (", compute_dtype='float32'" if int(itemsize) > 4 else "")
+        + " or fewer rows."
     )
 
 
