@@ -547,46 +547,15 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     def _path_map(self, X, y_encoded, sample_weight, xp=None, device=None):
         """``(map, mapped rows)`` at the width the data choose, or None.
 
-        :func:`~sklmargin.features._width.choose_width` on a host copy of the
-        rows (``n_components="path"``); its path's model at the chosen width
-        starts the final fit. None (the rule's width) without labels, for
-        another map or selector, or where the path has nothing to walk.
+        ``n_components="path"`` (:func:`~sklmargin.features._width.path_map`);
+        None (the rule's width) without labels, for another map or selector,
+        or where the path has nothing to walk.
         """
         if y_encoded is None or not self._walks_path():
             return None
-        from functools import partial
+        from ..features._width import path_map
 
-        from sklearn.utils import check_random_state
-
-        from .._utils.array_api import move_fitted_arrays, to_device
-        from ..features._gamma import scale_gamma
-        from ..features._nystroem import _FITTED_ARRAYS
-        from ..features._row_keys import stable_row_keys
-        from ..features._width import choose_width, fit_path_model
-
-        kernel = self._kernel_features()
-        n_samples = X.shape[0]
-        dtype = kernel.dtype(n_samples, numpy_dtype(X.dtype))
-        rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
-        weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
-        gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
-        template = kernel.new_map(n_samples, gamma)
-        if gamma == "scale":
-            gamma = scale_gamma(rows, weights)
-        choice = choose_width(
-            rows, np.asarray(to_numpy(y_encoded)), weights, stable_row_keys(rows),
-            gamma, check_random_state(self.random_state),
-            partial(fit_path_model, self), template,
-        )  # fmt: skip
-        if choice is None:
-            return None
-        self.width_path_ = choice.path
-        self._start_model = choice.start
-        features = choice.features
-        if xp is not None:
-            move_fitted_arrays(choice.feature_map, _FITTED_ARRAYS, xp, device)
-            features = to_device(features, xp, device)
-        return choice.feature_map, features
+        return path_map(self, X, y_encoded, sample_weight, xp, device)
 
     def _map_features(self, X, xp=None, device=None):
         return self._kernel_features().transform(X, xp)

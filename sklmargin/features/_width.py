@@ -401,3 +401,46 @@ def _finish(nested, features, perm, start, path, template):
     # Back to the rows' given order, a new array at the chosen width.
     ordered = np.ascontiguousarray(features[inverse])
     return WidthChoice(nested.feature_map(width, template), ordered, start, path)
+
+
+def path_map(estimator, X, y_encoded, sample_weight, xp=None, device=None):
+    """Walk the kernel ``estimator``'s path on rows ``X``: ``(map, features)`` or None.
+
+    :func:`choose_width` on a host copy of the rows in the compute dtype,
+    with ``gamma`` resolved as the estimator's own map resolves it; sets
+    ``width_path_`` and the path's model at the chosen width as the final
+    fit's start (``_start_model``). Array API rows get the fitted map and
+    the features on their device.
+    """
+    from functools import partial
+
+    from sklearn.utils import check_random_state
+
+    from .._utils.array_api import move_fitted_arrays, numpy_dtype, to_device, to_numpy
+    from ._gamma import scale_gamma
+    from ._nystroem import _FITTED_ARRAYS
+    from ._row_keys import stable_row_keys
+
+    kernel = estimator._kernel_features()
+    n_samples = X.shape[0]
+    dtype = kernel.dtype(n_samples, numpy_dtype(X.dtype))
+    rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
+    weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
+    gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
+    template = kernel.new_map(n_samples, gamma)
+    if gamma == "scale":
+        gamma = scale_gamma(rows, weights)
+    choice = choose_width(
+        rows, np.asarray(to_numpy(y_encoded)), weights, stable_row_keys(rows),
+        gamma, check_random_state(estimator.random_state),
+        partial(fit_path_model, estimator), template,
+    )  # fmt: skip
+    if choice is None:
+        return None
+    estimator.width_path_ = choice.path
+    estimator._start_model = choice.start
+    features = choice.features
+    if xp is not None:
+        move_fitted_arrays(choice.feature_map, _FITTED_ARRAYS, xp, device)
+        features = to_device(features, xp, device)
+    return choice.feature_map, features
