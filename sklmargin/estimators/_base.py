@@ -419,6 +419,10 @@ class BaseMarginSoftmax(
         """
         margin, s = objective.margin, objective.s
         x0 = warm_start_params(self, objective)
+        # A data-chosen width's path model at that width (the kernel estimator).
+        start = self.__dict__.pop("_start_model", None)
+        if x0 is None and start is not None:
+            x0 = warm_start_params(start, objective)
         warm, n_iter = x0 is not None, 0
         if warm:
             lambdas = [lambda_min]

@@ -19,6 +19,10 @@ exponential, einsum row norms). The modules, one concern each:
   from the distinct rows' weights (in memory or over Dask chunks);
 * ``_row_keys.py``: row hashes, the identity and canonical order of the
   distinct rows.
+* ``_memory.py``: the kernel fit's memory budget (what a width costs, the
+  widest that fits, the refusal naming the sizes, predict's row blocks);
+* ``_width.py``: ``n_components="path"``, the width the data choose by a
+  warm path over nested Nyström centres scored on held-out rows.
 
 What differs on a device (the namespace, row blocks, the float64 fallback,
 host weights, moving the fitted arrays, the transform's namespace check) is

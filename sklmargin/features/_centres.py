@@ -87,6 +87,18 @@ def uniform_indices(weights, n_centres, rng, keys=None):
     -------
     indices : ndarray of shape (n_centres,)
     """
+    return np.sort(race_order(weights, rng, keys)[:n_centres])
+
+
+def race_order(weights, rng, keys=None):
+    """All rows in the order of :func:`uniform_indices`' race, winners first.
+
+    Its first ``n`` entries are the rows a uniform draw of ``n`` centres
+    takes (:func:`uniform_indices` sorts them), whatever ``n``: the draws of
+    all widths are nested, which a data-chosen width
+    (:mod:`sklmargin.features._width`) grows along. One salt is drawn from
+    ``rng``, as :func:`uniform_indices` draws it.
+    """
     if keys is None:
         keys = np.arange(weights.shape[0], dtype=np.uint64)
     salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
@@ -95,7 +107,7 @@ def uniform_indices(weights, n_centres, rng, keys=None):
     race = -np.log(uniform) / weights
     # Ties (distinct rows sharing a key and weight) go to the first in the
     # canonical order: a stable sort, not argpartition's arbitrary pick.
-    return np.sort(np.argsort(race, kind="stable")[:n_centres])
+    return np.argsort(race, kind="stable")
 
 
 def uniform_centres(rows, weights, n_centres, gamma, rng):

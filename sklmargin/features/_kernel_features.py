@@ -5,7 +5,9 @@ fitted on (after the learned input metric, which the estimator applies
 first) and fits the map:
 
 * the width (:meth:`KernelFeatures.width`: ``n_components``, ``"auto"``
-  growing with the number of rows);
+  growing with the number of rows, within the memory budget of
+  :mod:`sklmargin.features._memory`; a width beyond it is refused before
+  the map is fitted);
 * the precision (:meth:`KernelFeatures.dtype`: ``compute_dtype``, ``"auto"``
   float32 from a size on);
 * the RBF width ``gamma``, in one grammar (:func:`gamma_factor`): a float,
@@ -33,6 +35,7 @@ from sklearn.utils import check_random_state
 from .._utils.array_api import NUMPY, numpy_dtype
 from ._fourier import RandomFourierFeatures
 from ._gamma import scale_gamma
+from ._memory import check_fit_memory, widest_width
 from ._nystroem import NystroemFeatures
 
 #: compute_dtype="auto" computes in float32 from this many mapped entries on.
@@ -61,9 +64,10 @@ def auto_n_components(n_samples):
 def resolve_n_components(n_components, n_samples):
     """Return the width an ``n_components`` setting gives ``n_samples`` rows.
 
-    ``"auto"`` is :func:`auto_n_components`; an integer is itself.
+    ``"auto"`` is :func:`auto_n_components`, and so is ``"path"`` where no
+    path is walked (the Dask, CV-fold and pilot maps); an integer is itself.
     """
-    if n_components == "auto":
+    if n_components in ("auto", "path"):
         return auto_n_components(n_samples)
     return int(n_components)
 
@@ -129,19 +133,40 @@ random_state
         self.metric = metric
         self.random_state = random_state
 
-    def width(self, n_samples):
-        """Return the map's width for ``n_samples`` rows (``n_components``)."""
-        return resolve_n_components(self.n_components, n_samples)
+    def width(self, n_samples, input_dtype=np.float64, X=None):
+        """Return the map's width for ``n_samples`` rows (``n_components``).
+
+        An integer is itself. ``"auto"`` is :func:`auto_n_components`, lowered
+        to the widest map whose fit holds in the memory budget
+        (:func:`~sklmargin.features._memory.widest_width`, in the compute
+        dtype of ``input_dtype`` rows; ``X``, the rows when at hand, says
+        whether the host's memory or an accelerator's): the rule binds
+        until the mapped rows of 1,500 centres fill half the free memory
+        (about 2 million rows per 24 GiB in float32), the budget beyond.
+        """
+        if self.n_components not in ("auto", "path"):
+            return int(self.n_components)
+        rule = auto_n_components(n_samples)
+        itemsize = self.dtype(n_samples, input_dtype).itemsize
+        widest = widest_width(n_samples, itemsize, *self._memory_terms(), X=X)
+        return int(max(1, min(rule, widest)))
+
+    def _memory_terms(self):
+        """``(whitening, factor_rows)`` of this map's fit (``fit_bytes``)."""
+        nystroem = self.kernel_approximation == "nystroem"
+        return nystroem, nystroem and self.centres == "rpcholesky"
 
     def dtype(self, n_samples, input_dtype):
         """Return the dtype the map and the fit run in (``compute_dtype``).
 
         "auto" computes in float32 when the mapped rows have at least
-        :data:`FLOAT32_ENTRIES` entries, and in the input's dtype below.
+        :data:`FLOAT32_ENTRIES` entries (at the width ``n_components`` asks,
+        before the memory budget), and in the input's dtype below.
         """
         if self.compute_dtype != "auto":
             return np.dtype(self.compute_dtype)
-        if n_samples * self.width(n_samples) >= FLOAT32_ENTRIES:
+        width = resolve_n_components(self.n_components, n_samples)
+        if n_samples * width >= FLOAT32_ENTRIES:
             return np.dtype(np.float32)
         return np.dtype(input_dtype)
 
@@ -193,9 +218,15 @@ random_state
         """
         n_samples = X.shape[0]
         self.dtype_ = self.dtype(n_samples, numpy_dtype(X.dtype))
+        width = self.width(n_samples, numpy_dtype(X.dtype), X)
+        # Refused before anything n x M is allocated (a ValueError naming
+        # the sizes), not an out-of-memory crash.
+        check_fit_memory(
+            n_samples, width, self.dtype_.itemsize, *self._memory_terms(), X=X
+        )
         X = self.rows(X, self.dtype_, xp)
         gamma = self.map_gamma(lambda: scale_gamma(X, sample_weight))
-        self.map_ = self.new_map(self.width(n_samples), gamma)
+        self.map_ = self.new_map(width, gamma)
         return self.map_.fit(X, sample_weight=sample_weight).transform(X)
 
     def fit_statistics(self, n_samples, n_features, input_dtype, scale, centres):
@@ -207,7 +238,7 @@ random_state
         frequencies depend on the width, ``d`` and the seed only: one row of
         zeros draws the in-memory fit's.
         """
-        width = self.width(n_samples)
+        width = self.width(n_samples, input_dtype)
         gamma = self.map_gamma(scale)
         value = scale() if gamma == "scale" else gamma
         self.dtype_ = self.dtype(n_samples, input_dtype)

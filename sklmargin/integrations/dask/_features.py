@@ -125,6 +125,39 @@ def _nystroem_centres(selector, source, gamma, width, rng):
     return centres, sampled
 
 
+def _path_map(estimator, source):
+    """Choose the in-memory fit's width and map on the gathered rows.
+
+    ``n_components="path"`` scores models on held-out rows
+    (:mod:`sklmargin.features._width`): the client gathers the (transformed)
+    rows, encoded labels and weights when the memory budget holds them twice
+    (:func:`~sklmargin.features._memory.memory_budget`), and walks the in-memory
+    path: the same width and centres as an in-memory fit of the same rows.
+    Returns the map's width, or None (the rule's width, chosen by chunks).
+    """
+    import dask
+
+    from ...features._memory import memory_budget
+
+    row_bytes = source.n_features_in * max(source.dtype.itemsize, 8)
+    if 2 * source.n_samples * row_bytes > memory_budget():
+        return None
+    rows = np.concatenate(dask.compute(*source.x_blocks))
+    encoded = dask.compute(*source.encoded)
+    y_encoded = np.concatenate([labels for labels, _ in encoded])
+    weights = np.concatenate([weights for _, weights in encoded])
+    chosen = estimator._path_map(rows, y_encoded, weights)
+    # The Dask solver starts cold: it reads no path model.
+    estimator.__dict__.pop("_start_model", None)
+    if chosen is None:
+        return None
+    feature_map, features = chosen
+    estimator.feature_map_ = feature_map
+    estimator.compute_dtype_ = np.dtype(features.dtype).name
+    estimator.n_components_ = int(feature_map.n_components)
+    return feature_map._n_features_out
+
+
 def fit_feature_map_dask(estimator, source, sw_total):
     """Set ``estimator.feature_map_`` (kernel estimator); return the map's width.
 
@@ -140,6 +173,11 @@ def fit_feature_map_dask(estimator, source, sw_total):
         raise NotImplementedError(
             f"kernel_approximation={approximation!r} has no Dask path yet."
         )
+    estimator.__dict__.pop("width_path_", None)
+    if getattr(estimator, "_walks_path", lambda: False)():
+        width = _path_map(estimator, source)
+        if width is not None:
+            return width
     sampled = []
 
     def centres(width, gamma, rng):

@@ -1,0 +1,198 @@
+"""The memory budget of a kernel fit: what a width costs, what the machine holds.
+
+A kernel fit holds its mapped training rows, ``n x M`` in the compute dtype,
+for the whole L-BFGS solve; the Nyström map factors the ``M x M`` kernel
+matrix of its centres in float64 (the matrix, its eigenvectors and LAPACK's
+workspace); the map, the start and the objective work in row blocks of
+:data:`sklmargin._utils.blocks.BLOCK_BYTES`. :func:`fit_bytes` adds these up,
+and :func:`memory_budget` says how many bytes a fit may take: a share
+(:data:`MEMORY_FRACTION`) of the memory available when the fit starts, so
+that the budget grows with the machine. A width beyond the budget is refused
+before anything is allocated (:func:`check_fit_memory`: a ``ValueError``
+naming the sizes) instead of an out-of-memory crash or swap, and
+``n_components="auto"`` never asks for more than the budget holds
+(:func:`widest_width`). Predict maps its rows in blocks of
+:func:`predict_rows_per_block` rows.
+
+Override the budget with :data:`MEMORY_BUDGET` (bytes, this module) or the
+environment variable ``SKLMARGIN_MEMORY_BUDGET`` (bytes; the module setting
+wins): for tests, for a machine shared with other work, or to fit past the
+default share knowingly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from .._utils import blocks
+
+#: Share of the memory available at fit time that a fit may take.
+MEMORY_FRACTION = 0.5
+#: The budget in bytes when not None (wins over the environment and the RAM).
+MEMORY_BUDGET = None
+#: Environment variable that fixes the budget in bytes.
+BUDGET_VARIABLE = "SKLMARGIN_MEMORY_BUDGET"
+#: float64 ``M x M`` arrays the Nyström factorisation holds at its peak (the
+#: kernel matrix, its eigenvectors and the eigensolver's workspace).
+WHITENING_COPIES = 3
+#: Row blocks alive at once beside the mapped rows (the map's and the objective's).
+BLOCK_COPIES = 2
+#: Bytes of mapped rows predict computes at once (one block of rows).
+PREDICT_BLOCK_BYTES = 256 * 2**20
+
+
+def available_memory():
+    """Bytes of memory available now; None where the platform does not say.
+
+    ``MemAvailable`` of ``/proc/meminfo`` (Linux: free memory plus the caches
+    the kernel can drop), else ``os.sysconf``'s available physical pages.
+    """
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def device_memory(X):
+    """Free bytes of the accelerator that holds ``X``; None for host rows.
+
+    torch CUDA tensors ask ``torch.cuda.mem_get_info``, CuPy arrays their
+    device's ``mem_info``; rows on the host (NumPy, SciPy, torch cpu) give
+    None: :func:`available_memory` is theirs.
+    """
+    device = getattr(X, "device", None)
+    if getattr(device, "type", None) == "cuda":  # torch
+        try:
+            import torch
+
+            return int(torch.cuda.mem_get_info(device)[0])
+        except Exception:  # noqa: BLE001 (no answer: the host's budget)
+            return None
+    if type(X).__module__.startswith("cupy"):
+        try:
+            return int(X.device.mem_info[0])
+        except Exception:  # noqa: BLE001
+            return None
+    return None
+
+
+def memory_budget(X=None):
+    """Bytes a kernel fit may take: :data:`MEMORY_FRACTION` of the available memory.
+
+    :data:`MEMORY_BUDGET` when set, else ``SKLMARGIN_MEMORY_BUDGET`` when set
+    (a positive number of bytes), else half of the free memory of the
+    accelerator holding ``X`` (:func:`device_memory`) or of the host's
+    (:func:`available_memory`); ``math.inf`` (no limit) where the platform
+    does not report its memory.
+    """
+    if MEMORY_BUDGET is not None:
+        return float(MEMORY_BUDGET)
+    fixed = os.environ.get(BUDGET_VARIABLE)
+    if fixed:
+        try:
+            value = float(fixed)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(
+                f"{BUDGET_VARIABLE} must be a positive number of bytes; got {fixed!r}."
+            )
+        return value
+    available = device_memory(X) if X is not None else None
+    if available is None:
+        available = available_memory()
+    return math.inf if available is None else MEMORY_FRACTION * available
+
+
+def fit_bytes(n_samples, width, itemsize, whitening=True, factor_rows=False):
+    """Bytes a kernel fit of ``n_samples`` rows and ``width`` centres holds at its peak.
+
+    The mapped rows (``n x M x itemsize``), the float64 ``M x M`` whitening
+    of a Nyström map (:data:`WHITENING_COPIES` of it; none for the random
+    Fourier maps), :data:`BLOCK_COPIES` row blocks and, for randomly pivoted
+    Cholesky centres (``factor_rows``), its float64 ``n x M`` factor.
+    """
+    n, m = int(n_samples), int(width)
+    need = n * m * int(itemsize) + (WHITENING_COPIES * 8 * m * m if whitening else 0)
+    need += BLOCK_COPIES * blocks.BLOCK_BYTES
+    if factor_rows:
+        need += 8 * n * m
+    return need
+
+
+def widest_width(
+    n_samples, itemsize, whitening=True, factor_rows=False, budget=None, X=None
+):  # fmt: skip
+    """Return the largest width whose fit (:func:`fit_bytes`) holds in the budget.
+
+    0 when not even one component fits; ``math.inf`` without a budget.
+    """
+    budget = memory_budget(X) if budget is None else budget
+    if math.isinf(budget):
+        return math.inf
+    # The largest integer m with a m^2 + b m + c <= 0.
+    a = WHITENING_COPIES * 8 if whitening else 0
+    b = int(n_samples) * (int(itemsize) + (8 if factor_rows else 0))
+    c = BLOCK_COPIES * blocks.BLOCK_BYTES - budget
+    if c > 0:
+        return 0
+    root = -c / b if a == 0 else (-b + math.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
+    width = int(root)
+    sizes = (n_samples, itemsize, whitening, factor_rows)
+    while width > 0 and fit_bytes(sizes[0], width, *sizes[1:]) > budget:
+        width -= 1  # (round-off of the square root)
+    return width
+
+
+def _mib(size):
+    return f"{size / 2**20:,.0f} MiB"
+
+
+def check_fit_memory(
+    n_samples, width, itemsize, whitening=True, factor_rows=False, X=None
+):  # fmt: skip
+    """Raise a ValueError naming the sizes when a fit would exceed the budget.
+
+    Called before the fit allocates its mapped rows or factors its centres;
+    ``X``, the training rows, says which memory (host or accelerator).
+    """
+    budget = memory_budget(X)
+    need = fit_bytes(n_samples, width, itemsize, whitening, factor_rows)
+    if need <= budget:
+        return
+    widest = widest_width(n_samples, itemsize, whitening, factor_rows, budget)
+    source = (
+        "MEMORY_BUDGET"
+        if MEMORY_BUDGET is not None
+        else (
+            BUDGET_VARIABLE
+            if os.environ.get(BUDGET_VARIABLE)
+            else f"{MEMORY_FRACTION:g} of the memory available now"
+        )
+    )
+    raise ValueError(
+        f"A kernel fit of {int(n_samples)} rows x {int(width)} components x "
+        f"{int(itemsize)} bytes needs {_mib(need)} (the mapped rows "
+        f"{_mib(int(n_samples) * int(width) * int(itemsize))}"
+        + (f", the {int(width)} x {int(width)} whitening" if whitening else "")
+        + " and the row blocks), more than "
+        f"the memory budget of {_mib(budget)} ({source}; "
+        "sklmargin.features._memory.MEMORY_BUDGET or the environment variable "
+        f"{BUDGET_VARIABLE} set it). Lower n_components (at most {widest} fit), "
+        "use n_components='auto'"
+        + (", compute_dtype='float32'" if int(itemsize) > 4 else "")
+        + " or fewer rows."
+    )
+
+
+def predict_rows_per_block(width, itemsize):
+    """Rows predict maps at once: :data:`PREDICT_BLOCK_BYTES` of mapped rows (>= 1)."""
+    return max(1, int(PREDICT_BLOCK_BYTES // max(1, int(width) * int(itemsize))))

@@ -1,0 +1,110 @@
+"""n_components="path": the width the data choose, nested features, one choice."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from sklmargin import KernelMarginSoftmaxClassifier, NystroemFeatures
+from sklmargin.features import _width
+from sklmargin.features._kernel_block import rbf_kernel_block
+from sklmargin.features._width import NestedNystroem
+
+
+@pytest.fixture
+def small_path(monkeypatch):
+    """The path's widths shrunk so that a few hundred rows walk it."""
+    monkeypatch.setattr(_width, "START_WIDTH", 15)
+    monkeypatch.setattr(_width, "MIN_WIDTH", 30)
+    monkeypatch.setattr(_width, "HELD_OUT_ROWS", (60, 1000))
+    monkeypatch.setattr(_width, "MIN_GAIN", 0.0)
+    monkeypatch.setattr(_width, "FLOOR_RULE", False)
+
+
+def _data(n=700, seed=0):
+    return make_classification(
+        n_samples=n, n_features=8, n_informative=6, n_classes=3, random_state=seed
+    )
+
+
+def test_nested_features_extend_and_equal_nystroem():
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((120, 4))
+    nested = NestedNystroem(X[:40], 0.3, np.float64)
+    narrow = nested.grow(10, X, np.empty((120, 0)))
+    wide = nested.grow(40, X, narrow)
+    # The wider features extend the narrower ones without changing them.
+    np.testing.assert_array_equal(wide[:, : narrow.shape[1]], narrow)
+    # z(x).z(x') = k_C(x)^T K_CC^-1 k_C(x'): the Nyström kernel of the centres.
+    centres = X[:40][nested.kept]
+    k = rbf_kernel_block(X, centres, 0.3)
+    exact = k @ np.linalg.solve(rbf_kernel_block(centres, centres, 0.3), k.T)
+    np.testing.assert_allclose(wide @ wide.T, exact, atol=1e-8)
+    # The fitted map's transform gives the features the path trained on.
+    fmap = nested.feature_map(nested.width, NystroemFeatures(gamma=0.3))
+    np.testing.assert_allclose(fmap.transform(X), wide, atol=1e-8)
+
+
+def test_path_walks_and_reports_it(small_path):
+    X, y = _data()
+    clf = KernelMarginSoftmaxClassifier(n_components="path", random_state=0)
+    clf.fit(X, y)
+    path = clf.width_path_
+    assert path["chosen"] == clf.n_components_ == clf.feature_map_.n_components_
+    widths = path["widths"]
+    assert widths[0] <= 15 and len(widths) == len(path["scores"])
+    assert all(b > a for a, b in zip(widths[:-1], widths[1:], strict=True))
+    assert clf.n_components_ >= 30  # the floor
+    assert clf.score(X, y) > 0.7
+    # The default and an integer width walk no path.
+    for width in ("auto", 40):
+        other = KernelMarginSoftmaxClassifier(n_components=width, random_state=0)
+        assert not hasattr(other.fit(X, y), "width_path_")
+
+
+def test_path_does_not_depend_on_row_order_or_round_off(small_path):
+    X, y = _data()
+    params = {"n_components": "path", "random_state": 0}
+    base = KernelMarginSoftmaxClassifier(**params).fit(X, y)
+    order = np.random.RandomState(1).permutation(len(y))
+    permuted = KernelMarginSoftmaxClassifier(**params).fit(X[order], y[order])
+    nudged = KernelMarginSoftmaxClassifier(**params).fit(
+        X * (1 + 2 * np.finfo(np.float32).eps), y
+    )
+    for other in (permuted, nudged):
+        assert other.n_components_ == base.n_components_
+        assert other.width_path_["widths"] == base.width_path_["widths"]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_torch_and_dask_choose_the_numpy_width(small_path):
+    X, y = _data(n=450)
+    params = {"n_components": "path", "metric": None, "max_iter": 8}
+    X = X.astype(np.float32)
+    base = KernelMarginSoftmaxClassifier(**params, random_state=0).fit(X, y)
+    torch = pytest.importorskip("torch")
+    from sklearn import config_context
+
+    with config_context(array_api_dispatch=True):
+        on_torch = KernelMarginSoftmaxClassifier(**params, random_state=0).fit(
+            torch.asarray(X), torch.asarray(y)
+        )
+    assert on_torch.n_components_ == base.n_components_
+    assert on_torch.width_path_["widths"] == base.width_path_["widths"]
+    da = pytest.importorskip("dask.array")
+    on_dask = KernelMarginSoftmaxClassifier(**params, random_state=0).fit(
+        da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
+    )
+    assert on_dask.n_components_ == base.n_components_
+    assert on_dask.width_path_["widths"] == base.width_path_["widths"]
+
+
+def test_path_within_the_memory_budget(small_path, monkeypatch):
+    from sklmargin.features import _memory
+
+    X, y = _data()
+    n = X.shape[0]
+    budget = _memory.fit_bytes(n, 20, _width.PATH_COPIES * 8)
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", budget)
+    clf = KernelMarginSoftmaxClassifier(n_components="path", metric=None)
+    clf.fit(X, y)
+    assert clf.width_path_["cap"] == 20 and clf.n_components_ <= 20
