@@ -88,13 +88,17 @@ def test_old_pickle_loads_and_predicts_identically(name):
 # sphere-scaled (solver.sphere_scaling), which stops nearer the optimum
 # (AM-Softmax on iris: 4.2e-3 from a tol=1e-9 fit, against 7.7e-2 before),
 # 7.7e-2 from the saved linear_amsoftmax and openset, 4.4e-2 from linear_cv.
+# The session of 2026-11-28 moved the kernel models on purpose: their final
+# L-BFGS run keeps 50 curvature pairs (KernelMarginSoftmaxClassifier.
+# _solver_memory) and ends at another point within tol: kernel_nystroem
+# 1.4e-4, kernel_cv 2.3e-3.
 _REFIT_ATOL = {
     "linear_amsoftmax": 0.1,
     "openset": 0.1,
     "linear_lsoftmax": 5e-3,
     "linear_svsoftmax": 0.2,
     "kernel_nystroem": 1e-3,
-    "kernel_cv": 1e-3,
+    "kernel_cv": 5e-3,
     "linear_cv": 6e-2,
 }
 # Labels are compared on rows the saved model does not call a near tie (one

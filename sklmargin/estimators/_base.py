@@ -140,6 +140,8 @@ class BaseMarginSoftmax(
     #: (:func:`~sklmargin.solver.sphere_scaling`): fits decided by the data,
     #: not by round-off (measured on the benchmarks page, "Label stability").
     _sphere_scaled_solver = True
+    #: Curvature pairs of the plain L-BFGS runs (None: scipy's 10).
+    _solver_memory = None
     #: Whether ``s=None`` is resolved from the training rows
     #: (:func:`~sklmargin.estimators._scale.resolve_scale`) for the losses
     #: that normalise the rows; else it is the loss's constant default.
@@ -445,6 +447,7 @@ class BaseMarginSoftmax(
             warm=warm,
             verbose=self.verbose,
             sphere=self._sphere_scaled_solver,
+            memory=self._solver_memory,
             stalled_at=getattr(self, "_stalled_at", None) if warm else None,
             spent=n_iter,  # (a softmax start's share of the preparing budget)
         )

@@ -305,6 +305,17 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     # labels stable under a last-bit change of the rows at a comparable cost
     # (the benchmarks page, "Label stability").
     _sphere_scaled_solver = False
+    # The plain run keeps 50 curvature pairs (scipy's default is 10). Over
+    # 1000-1500 kernel features the objective is flat along many directions;
+    # with 10 pairs L-BFGS stopped, at tol, somewhere along them that a
+    # last-bit change of the rows decided, and test labels moved with it even
+    # with the metric, gamma and centres held fixed. With 50 it reaches the
+    # same tol in fewer iterations, at a point the data decide. The two loops
+    # over 50 pairs cost far less than an evaluation (two GEMMs over the
+    # mapped rows). The metric's pilot keeps 10 (see
+    # :func:`~sklmargin.estimators._metric.learn_input_transform`). The
+    # benchmarks page, "Label stability", has the measurements.
+    _solver_memory = 50
 
     _parameter_constraints: dict = {
         **BaseMarginSoftmax._parameter_constraints,

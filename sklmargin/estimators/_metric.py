@@ -58,7 +58,7 @@ PILOT_TOL_FACTOR = 10.0
 AGOP_ROWS = 2000
 
 
-def metric_sample(keys, rng):
+def metric_sample(keys, rng, take=None):
     """Row indices of the pilot fit and, among them, of the AGOP.
 
     Each row's place in the draw is a hash of its stable key
@@ -71,12 +71,24 @@ def metric_sample(keys, rng):
     labels). Every fit path (NumPy, array API, Dask) passes the keys of
     its rows, so all learn the same metric from the same rows.
 
+    Distinct rows can share a stable key (rows that agree to the grid, and
+    exact copies with other labels or weights). Such rows are put in the
+    order of their content (:func:`_content_order`) where ``take`` is given,
+    so that the pilot's rows and their order depend on the data alone: in
+    input order, a permutation reordered them, the pilot's sums were rounded
+    in another order and the learned metric moved (by about 1e-4), enough to
+    move some test labels.
+
     Parameters
     ----------
     keys : ndarray of shape (n_samples,) and dtype uint64
         Stable keys of the training rows.
     rng : numpy.random.RandomState
         Source of the salt.
+    take : callable, default=None
+        ``take(rows) -> (X, y_encoded, sample_weight)`` (as
+        :func:`learn_input_transform`'s): fetches the rows that share a key
+        for the content order. None keeps them in input order.
 
     Returns
     -------
@@ -90,10 +102,47 @@ def metric_sample(keys, rng):
 
     salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
     priority = mix64(np.asarray(keys, dtype=np.uint64) ^ salt)
-    # Rows sharing a key (near-duplicates, rare) keep their input order: a
-    # stable sort.
-    rows = np.argsort(priority, kind="stable")[:PILOT_ROWS]
+    order = np.argsort(priority, kind="stable")
+    if take is not None:
+        order = _content_order(order, priority[order], take)
+    rows = order[:PILOT_ROWS]
     return rows, np.arange(min(len(rows), AGOP_ROWS))
+
+
+def _content_order(order, priority, take):
+    """Return ``order`` with the runs of equal ``priority`` sorted by content.
+
+    Only the runs that reach into the first ``PILOT_ROWS`` places are
+    fetched (a few rows: a shared key is rare) and sorted by the exact hash
+    of the row (:func:`~sklmargin.features._row_keys.row_hashes`), then the
+    label, then the weight; rows equal in all three are interchangeable.
+    """
+    from ..features._row_keys import row_hashes
+
+    shared = priority[1:] == priority[:-1]
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= shared
+    tied[:-1] |= shared
+    if len(order) > PILOT_ROWS:
+        tied &= priority <= priority[PILOT_ROWS - 1]
+    places = np.flatnonzero(tied)
+    if places.size == 0:
+        return order
+    X, y_encoded, sample_weight = take(order[places])
+    X = X.toarray() if sparse.issparse(X) else np.asarray(X)
+    hashes = row_hashes(X)
+    within = np.lexsort(
+        (
+            np.asarray(sample_weight, dtype=np.float64),
+            np.asarray(y_encoded),
+            hashes["low"],
+            hashes["high"],
+            priority[places],
+        )
+    )
+    order = order.copy()
+    order[places] = order[places][within]
+    return order
 
 
 def training_row_keys(X):
@@ -270,7 +319,7 @@ def learn_input_transform(estimator, keys, take, dtype):
     ndarray of shape (d,) or (d, d), or None (no step changed anything).
     """
     rng = check_random_state(estimator.random_state)
-    rows, agop_rows = metric_sample(keys, rng)
+    rows, agop_rows = metric_sample(keys, rng, take)
     seed = rng.randint(np.iinfo(np.int32).max)
     X, y_encoded, sample_weight = take(rows)
     X = (X.toarray() if sparse.issparse(X) else np.asarray(X)).astype(dtype, copy=False)
@@ -295,6 +344,12 @@ def learn_input_transform(estimator, keys, take, dtype):
         random_state=seed,
         verbose=0,
     )
+    # The pilot runs L-BFGS with scipy's 10 curvature pairs, not the final
+    # fit's 50: stopped at its loose tol, a pilot with 50 pairs gets further
+    # along its path and carries a last-bit change of the rows into the metric,
+    # hundreds of times further than with 10 (the benchmarks page, "Label
+    # stability").
+    pilot._solver_memory = None
     full = estimator.metric == "full"
     transform = None
     for _ in range(int(estimator.metric_steps)):

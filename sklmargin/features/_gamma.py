@@ -18,6 +18,8 @@ the kernel CV estimator its grid of multiples of it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -59,7 +61,11 @@ def weighted_sum(X, sample_weight, mean=None) -> float:
     Per-row sums are accumulated in float64 (the device's widest float) by
     row blocks (a block-sized float64 copy at a time, never one of ``X``) and
     reduced once at the end, so that the result does not depend on the block
-    size.
+    size. On the host that reduction is exactly rounded (:func:`math.fsum`
+    of the weighted per-row sums), so that it does not depend on the order
+    of the rows either: a row permutation then gives the same ``gamma`` to
+    the last bit (a dot product's rounding followed the row order, and one
+    ulp of ``gamma`` was enough to move some test labels of a kernel fit).
 
     Parameters
     ----------
@@ -89,6 +95,8 @@ def weighted_sum(X, sample_weight, mean=None) -> float:
             per_row.write(rows, np.einsum("ij,ij->i", centred, centred))
         else:
             per_row.write(rows, xp.sum(centred * centred, axis=1))
+    if isinstance(X, np.ndarray):
+        return math.fsum(np.asarray(sample_weight, dtype=np.float64) * per_row.result())
     return float(to_device(sample_weight, xp, device, dtype=wide) @ per_row.result())
 
 
@@ -114,16 +122,17 @@ def weighted_variance(X, sample_weight) -> float:
         The weighted variance, 0.0 for constant data.
     """
     sw = np.asarray(sample_weight, dtype=np.float64)
-    total_weight = sw.sum() * X.shape[1]
+    total_weight = math.fsum(sw) * X.shape[1]  # (exact: any row order)
     if not sp.issparse(X):
         mean = weighted_sum(X, sw) / total_weight
         return round_off_floor(weighted_sum(X, sw, mean) / total_weight, mean)
-    mean = float(sw @ np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
+    mean = math.fsum(sw * np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
     mean /= total_weight
     # Square in float64: a float32 entry of 1e20 squares beyond float32.
     data = X.data.astype(np.float64)
     squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
-    mean_square = float(sw @ np.asarray(squares.sum(axis=1)).ravel()) / total_weight
+    mean_square = math.fsum(sw * np.asarray(squares.sum(axis=1)).ravel())
+    mean_square /= total_weight
     return round_off_floor(mean_square - mean**2, mean)
 
 

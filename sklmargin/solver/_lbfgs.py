@@ -247,7 +247,9 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
     return result, size
 
 
-def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
+def lbfgs(
+    fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None, memory=None
+):
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
     Parameters
@@ -273,6 +275,9 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
         their sphere, is below ``tol`` (``|v_j| dF/dv_j`` and
         ``scale_b dF/db``); ``stationarity`` is then that gradient. None: the
         plain run, stopped by scipy's test on the largest gradient entry.
+    memory : int, default=None
+        Curvature pairs of the plain run (scipy's ``maxcor``); None keeps
+        scipy's 10. The sphere-scaled run keeps its own.
 
     Returns
     -------
@@ -285,6 +290,8 @@ def lbfgs(fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None):
         "maxfun": _EVALS_PER_ITERATION * max_iter + _MAX_LINE_SEARCH,
     }  # fmt: skip
     log = iteration_log(verbose)
+    if memory is not None:
+        options["maxcor"] = int(memory)
     if scale is not None:
         result, max_abs_grad = _scaled_lbfgs(
             fun, x0, scale, stationarity, tol=tol, options=options, log=log
@@ -324,6 +331,7 @@ def fit_continuation(
     sphere=False,
     stalled_at=None,
     spent=0,
+    memory=None,
 ):
     """Solve the sequence of smooth problems an objective needs.
 
@@ -372,6 +380,9 @@ def fit_continuation(
     spent : int, default=0
         Iterations a start already took from the preparing budget (the
         softmax start of L-Softmax).
+    memory : int, default=None
+        Curvature pairs of the plain runs of the ``lambda`` stages
+        (:func:`lbfgs`); None keeps scipy's 10.
 
     Returns
     -------
@@ -405,6 +416,7 @@ def fit_continuation(
                 stationarity=plain.stationarity,
                 verbose=verbose,
                 scale=scale,
+                memory=memory,
             )
             params = result.params
             n_iter += result.n_iter
