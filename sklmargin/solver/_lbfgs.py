@@ -95,6 +95,8 @@ class SolverResult:
     #: Which shared iteration budget ran out, naming the setting that spent
     #: it ("" when none did): the fit then warns (:func:`warn_if_not_converged`).
     budget: str = ""
+    #: Objective evaluations spent (scipy's ``nfev``; every run's, summed).
+    n_eval: int = 0
 
 
 def sphere_scaling(objective):
@@ -248,8 +250,9 @@ def _scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
 
 
 def lbfgs(
-    fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None, memory=None
-):
+    fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None,
+    memory=None, max_eval=None,
+):  # fmt: skip
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
     Parameters
@@ -278,6 +281,10 @@ def lbfgs(
     memory : int, default=None
         Curvature pairs of the plain run (scipy's ``maxcor``); None keeps
         scipy's 10. The sphere-scaled run keeps its own.
+    max_eval : int, default=None
+        Evaluations the run may spend (scipy's ``maxfun``); None allows
+        :func:`evaluation_budget` of ``max_iter``. A run that shares a pool
+        with other runs is given what is left of it.
 
     Returns
     -------
@@ -287,7 +294,7 @@ def lbfgs(
     """
     options = {
         "maxiter": max_iter, "gtol": tol, "ftol": _FTOL, "maxls": _MAX_LINE_SEARCH,
-        "maxfun": _EVALS_PER_ITERATION * max_iter + _MAX_LINE_SEARCH,
+        "maxfun": evaluation_budget(max_iter) if max_eval is None else max_eval,
     }  # fmt: skip
     log = iteration_log(verbose)
     if memory is not None:
@@ -314,8 +321,21 @@ def lbfgs(
     )
     # L-BFGS-B's message is a str in every supported scipy (bytes before 1.6)
     return SolverResult(
-        result.x, int(result.nit), converged, result.message, max_abs_grad
-    )
+        result.x, int(result.nit), converged, result.message, max_abs_grad,
+        n_eval=int(getattr(result, "nfev", 1)),
+    )  # fmt: skip
+
+
+def evaluation_budget(max_iter):
+    """Return the evaluations ``max_iter`` iterations may spend (line searches too).
+
+    :data:`_EVALS_PER_ITERATION` per iteration plus one full line search: a
+    well-posed run never reaches it; a run whose line searches keep failing
+    stops there. A shared iteration budget has one such pool too, so that
+    many short runs (the lambda stages, the state rounds) cannot each spend
+    a run's worth of failed line searches.
+    """
+    return _EVALS_PER_ITERATION * max_iter + _MAX_LINE_SEARCH
 
 
 def fit_continuation(
@@ -401,9 +421,10 @@ def fit_continuation(
     if not (stateful and warm):
         # The preparing stages' shared budget (after a softmax start's share).
         left = max_iter - spent
+        evals_left = evaluation_budget(left)
         for stage, lam in enumerate(lambdas):
             final = stage == len(lambdas) - 1
-            if not final and left <= 0:  # spent: on to the final lambda
+            if not final and min(left, evals_left) <= 0:  # on to the final lambda
                 budget = budget or _schedule_spent(
                     objective.margin, lambdas, lam, max_iter
                 )
@@ -417,13 +438,15 @@ def fit_continuation(
                 verbose=verbose,
                 scale=scale,
                 memory=memory,
+                max_eval=None if final else evals_left,
             )
             params = result.params
             n_iter += result.n_iter
             _report(verbose, lam, "plain", result)
             if not final:
                 left -= result.n_iter
-                if left <= 0 and not result.converged:
+                evals_left -= result.n_eval
+                if min(left, evals_left) <= 0 and not result.converged:
                     budget = _schedule_spent(objective.margin, lambdas, None, max_iter)
     if stateful:
         # Stateful margins run plain (sphere_scaling returns None for them).
@@ -449,6 +472,7 @@ def _schedule_spent(margin, lambdas, lam, max_iter):
         f"{', '.join(f'{value:g}' for value in lambdas[:-1])} before "
         f"lambda_min={lambdas[-1]:g}, after the softmax start where the loss "
         f"has one) spent its shared budget of max_iter={max_iter} iterations "
+        f"(or {evaluation_budget(max_iter)} evaluations) "
         f"{where}: the final stage started from there. "
     )
 
@@ -493,11 +517,13 @@ def state_rounds(
         message = "the previous fit's last state round from here found no decrease"
         return start, SolverResult(start, 0, True, message, stalled_at=best_value)
     budget = ""
+    evals_left = evaluation_budget(max_iter)
     for sv_round in range(max_rounds):
-        if n_iter >= max_iter:
+        if n_iter >= max_iter or evals_left <= 0:
             budget = (
                 f"SV-Softmax's state rounds (t={objective.margin.t:g}) spent "
-                f"their shared budget of max_iter={max_iter} iterations after "
+                f"their shared budget of max_iter={max_iter} iterations (or "
+                f"{evaluation_budget(max_iter)} evaluations) after "
                 f"{sv_round} rounds, before the support-vector state settled: "
                 "the model is the best point found (a t closer to 1, a looser "
                 "tol or a larger max_iter settles it). "
@@ -510,8 +536,10 @@ def state_rounds(
             tol=tol,
             stationarity=objective.stationarity,
             verbose=verbose,
+            max_eval=evals_left,
         )
         n_iter += result.n_iter
+        evals_left -= result.n_eval
         _report(verbose, lam, f"state round {sv_round}", result)
         step = result.params - best_params
         for fraction in _BACKTRACK:
