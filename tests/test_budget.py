@@ -69,3 +69,42 @@ def test_budgets_leave_ordinary_fits_alone():
         for loss in ("l-softmax", "a-softmax"):
             MarginSoftmaxClassifier(loss=loss).fit(X, y)
         MarginSoftmaxClassifier(loss="arcface", t=1.5).fit(X, y)
+
+
+def test_each_budget_is_also_a_pool_of_evaluations(monkeypatch):
+    # L-Softmax m=6 under SV-Softmax t=1.93 on one random feature and tol=1e-7
+    # (a fuzz case): the lambda stages and the state rounds are many short
+    # runs whose line searches keep failing. Each run had its own cap of
+    # evaluations, so the fit spent 2,000 of them (2.5 CPU s on 45 rows);
+    # one pool per budget bounds the fit by three runs' caps.
+    from fuzz_cases import make_data
+
+    from sklmargin.objective._linear import LinearMarginObjective
+    from sklmargin.solver._lbfgs import evaluation_budget
+
+    spec = {
+        "dataset": None, "seed": 1754, "counts": [12, 3, 15, 3, 9],
+        "n_features": 59, "dtype": "float64", "sparse": False,
+        "magnitude": 0.001, "integer": True, "constant_columns": 0,
+        "zero_rows": 1, "duplicates": 3, "string_labels": True,
+        "outlier": False, "separation": 0.0, "weights": "positive",
+    }  # fmt: skip
+    X, y, weights = make_data(spec)[:3]
+    evaluations = []
+    original = LinearMarginObjective.loss_gradient
+
+    def counted(self, *args, **kwargs):
+        evaluations.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LinearMarginObjective, "loss_gradient", counted)
+    clf = KernelMarginSoftmaxClassifier(
+        loss="l-softmax", m=6.0, t=1.93, tol=1e-7, lambda_min=0.0,
+        constant_feature=0.0, max_iter=200, random_state=2,
+        kernel_approximation="orf", n_components=1, metric=None,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y, sample_weight=weights)
+    assert len(evaluations) <= 3 * evaluation_budget(200)
+    assert np.all(np.isfinite(clf.coef_))
