@@ -31,7 +31,7 @@ from label_stability import MINUS_TWO_ULP, TWO_ULP, standardised
 from scipy.optimize import minimize
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
-from sklmargin.solver import _lbfgs
+from sklmargin.solver import _lbfgs, _sphere
 
 PACKAGE_RUN = _lbfgs.lbfgs
 
@@ -54,7 +54,7 @@ def variant_run(alpha, memory, raw, plain_pilot):
             s = objective.s or 1.0
             bias[:] = s / np.sqrt(layout.n_features) if alpha == "sd" else float(alpha)
         last = {}
-        scaled = _lbfgs.scaled_problem(fun, scale, last)
+        scaled = _sphere.scaled_problem(fun, scale, last)
 
         def stop(intermediate_result):
             z = intermediate_result.x

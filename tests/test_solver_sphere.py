@@ -11,12 +11,8 @@ from sklmargin.losses._registry import get_margin
 from sklmargin.losses._support_vectors import with_support_vectors
 from sklmargin.objective._linear import LinearMarginObjective
 from sklmargin.objective._rows import prepare_rows
-from sklmargin.solver._lbfgs import (
-    fit_continuation,
-    lbfgs,
-    scaled_problem,
-    sphere_scaling,
-)
+from sklmargin.solver._lbfgs import fit_continuation, lbfgs
+from sklmargin.solver._sphere import scaled_problem, sphere_scaling
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 

@@ -137,7 +137,7 @@ class BaseMarginSoftmax(
     #: ``default_s_kernel`` then replaces ``default_s``).
     _unit_norm_features = False
     #: Whether the smooth cosine losses run sphere-scaled L-BFGS
-    #: (:func:`~sklmargin.solver.sphere_scaling`): fits decided by the data,
+    #: (:func:`~sklmargin.solver._sphere.sphere_scaling`): fits decided by the data,
     #: not by round-off (measured on the benchmarks page, "Label stability").
     _sphere_scaled_solver = True
     #: Curvature pairs of the plain L-BFGS runs (None: scipy's 10).
