@@ -578,29 +578,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         return self._kernel_features().transform(X, get_namespace(X)[0])
 
     def _model_logits(self, X):
-        """Logits of ``X`` by row blocks whose mapped rows stay bounded.
-
-        Each block maps at most
-        :data:`~sklmargin.features._memory.PREDICT_BLOCK_BYTES` of features
-        (:func:`~sklmargin.features._memory.predict_rows_per_block`): a
-        predict on many rows never holds all of them mapped. Every step is
-        per row, so the blocks change nothing but the memory.
-        """
-        from ..features._memory import predict_rows_per_block
+        """Logits of ``X``, mapped by row blocks of bounded memory."""
+        from ..features._memory import in_row_blocks
 
         width = int(self.feature_map_._n_features_out)
         itemsize = np.dtype(self.compute_dtype_).itemsize
-        block = predict_rows_per_block(width, itemsize)
-        n_rows = X.shape[0]
-        if n_rows <= block:
-            return super()._model_logits(X)
-        parts = [
-            super(KernelMarginSoftmaxClassifier, self)._model_logits(
-                X[start : start + block, :]
-            )
-            for start in range(0, n_rows, block)
-        ]
-        return get_namespace(X)[0].concat(parts, axis=0)
+        return in_row_blocks(super()._model_logits, X, width, itemsize)
 
     def _fold_features(self, X_train, sample_weight, X_test, xp=NUMPY, device="cpu"):
         kernel = self._kernel_features()

@@ -26,6 +26,7 @@ import math
 import os
 
 from .._utils import blocks
+from .._utils.array_api import get_namespace
 
 #: Share of the memory available at fit time that a fit may take.
 MEMORY_FRACTION = 0.5
@@ -196,3 +197,20 @@ def check_fit_memory(
 def predict_rows_per_block(width, itemsize):
     """Rows predict maps at once: :data:`PREDICT_BLOCK_BYTES` of mapped rows (>= 1)."""
     return max(1, int(PREDICT_BLOCK_BYTES // max(1, int(width) * int(itemsize))))
+
+
+def in_row_blocks(logits_of, X, width, itemsize):
+    """``logits_of(X)`` computed on row blocks whose mapped rows stay bounded.
+
+    Each block maps at most :data:`PREDICT_BLOCK_BYTES` of features
+    (:func:`predict_rows_per_block`): a predict on many rows never holds all
+    of them mapped. Every step of a prediction is per row, so the blocks
+    change nothing but the memory.
+    """
+    block = predict_rows_per_block(width, itemsize)
+    n_rows = X.shape[0]
+    if n_rows <= block:
+        return logits_of(X)
+    starts = range(0, n_rows, block)
+    parts = [logits_of(X[start : start + block, :]) for start in starts]
+    return get_namespace(X)[0].concat(parts, axis=0)
