@@ -9,8 +9,9 @@ prints the test accuracy and log loss, the chosen ``(s, m)``, CPU seconds,
 and per path point the mean held-out score and the folds' mean iterations
 (``cv_results_["mean_n_iter"]``), then the refit's iterations.
 
-Variants: ``follow`` (the default ``ms=None``: on code where the margin
-follows s), ``fixed`` (``ms=(0.05,)``: a constant margin along the path, the
+Variants: ``follow`` (the default ``ms=None``: the pairs on the code of
+commit ebc6756, where the margin follows s; on other code the default grid,
+whatever it is), ``fixed`` (``ms=(0.05,)``: a constant margin along the path, the
 old default), ``m0`` (``ms=(0.0, 0.05)``), and ``follow_uncapped``: ``follow``
 with the fits at a looser tolerance than the estimator's (the path's, at
 ``path_tol``) stopped at ``tol * s``, not at the linear estimator's ``tol * 30``

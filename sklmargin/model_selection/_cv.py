@@ -409,11 +409,11 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         params["gamma"] = resolve_gamma(point["gamma"], scale_gamma(X, sample_weight))
         return params, X, transform
 
-    def _refit(self, start, X, y, sample_weight, steps):
+    def _refit(self, start, X, y, sample_weight, path_name, steps):
         # The FeatureScaleWarning was decided on the user's rows (_refit_rows).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FeatureScaleWarning)
-            return super()._refit(start, X, y, sample_weight, steps)
+            return super()._refit(start, X, y, sample_weight, path_name, steps)
 
     def _attach_metric(self, model, metric, transform, namespace):
         """Give a fitted model (refit or fold) the transform its rows had."""

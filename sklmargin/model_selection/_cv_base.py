@@ -57,7 +57,6 @@ from ._cv_grid import (
     _valid_values,
     default_margins,
     default_path,
-    margin_follower,
 )
 from ._cv_path import (
     Head,
@@ -175,11 +174,8 @@ class _BaseMarginSoftmaxCV(
             )
             check = margin.check_s if path_name == "s" else _check_positive
             path_values = _valid_values(values, check, path_name, loss)
-            follow = None
             if self.ms is None:
                 ms = default_margins(margin)
-                if path_name == "s" and self._estimator_class._scale_from_data:
-                    follow = margin_follower(margin)
             elif several:
                 ms = tuple(
                     sorted({m for m in np.ravel(self.ms).tolist() if _ok(margin, m)})
@@ -190,7 +186,7 @@ class _BaseMarginSoftmaxCV(
                 )
             tag = {"loss": loss} if several else {}
             inner = [{**tag, "m": float(m)} for m in ms]
-            heads.append(Head(inner, path_name, path_values, follow))
+            heads.append(Head(inner, path_name, path_values))
             margins.append(margin)
         return heads, margins
 
@@ -399,19 +395,17 @@ class _BaseMarginSoftmaxCV(
         # The linear refit walks the same warm-started path on all the
         # data, so the final model is the kind of model the folds scored
         # (see _refit); the kernel refit is a cold fit at the chosen point.
-        # Each step is a path point's parameters: with the default margin
-        # along s (Head.follow) the margin moves with s, as in the folds.
         values = head.path_values
-        chosen = values.index(point[head.path_name])
-        steps = [head.at(value) for value in values[: chosen + 1]]
+        steps = values[: values.index(point[head.path_name]) + 1]
         start = clone(self._base_estimator()).set_params(**params)
         if finished and self._warm_refit:
             mean = mean_model([p.model for p in finished], self.classes_)
             if mean is not None:
                 start, steps = mean.set_params(**params), steps[-1:]
         self.estimator_ = self._refit(
-            start, X_refit, y, sample_weight, steps if self._warm_refit else ()
-        )
+            start, X_refit, y, sample_weight,
+            head.path_name, steps if self._warm_refit else (),
+        )  # fmt: skip
         self.estimators_ = None
         if transform is not None:
             self._attach_metric(
@@ -440,16 +434,11 @@ class _BaseMarginSoftmaxCV(
 
     def _warn_edges(self, name, best, head, axes, margin):
         """GridEdgeWarning for each chosen value on the edge of its grid."""
-        # A margin that follows the path (Head.follow) is no searched axis.
-        ms = (
-            (best["m"],)
-            if head.follow is not None
-            else tuple(p["m"] for p in head.inner_points)
-        )
+        ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, **axes, "m": ms}
         warn_grid_edges(
             name, {k: best[k] for k in grids}, grids, margin, head.path_name,
-            fold_scores=fold_scores_near(self.cv_results_, best, moves=head.at),
+            fold_scores=fold_scores_near(self.cv_results_, best),
         )  # fmt: skip
 
     def _refit_rows(self, point, X, y_encoded, sample_weight, namespace):
@@ -498,7 +487,7 @@ class _BaseMarginSoftmaxCV(
                 for head in heads:
                     grid_points += [
                         {**job_point, **map_point, **inner, **other,
-                         **head.at(value)}
+                         head.path_name: value}
                         for inner in head.inner_points
                         for value in head.path_values
                     ]  # fmt: skip
@@ -538,12 +527,11 @@ class _BaseMarginSoftmaxCV(
         if path_name == "C":
             self.s_ = None
 
-    def _refit(self, start, X, y, sample_weight, steps):
+    def _refit(self, start, X, y, sample_weight, path_name, steps):
         """Refit on all the data at the chosen point.
 
         With ``_warm_refit``, along the same warm-started path as the folds
-        (``steps``: the parameters of each path point up to the chosen one,
-        :meth:`Head.at`), each point started from
+        (``steps``: the path up to the chosen value), each point started from
         the previous one. Where the data are nearly separable the large-``s``
         end of a path barely moves from the solution at smaller ``s`` (its
         gradient is already below ``tol * s``), and a model fitted there from
@@ -562,11 +550,11 @@ class _BaseMarginSoftmaxCV(
         map does not share: the kernel search refits cold (``steps`` empty).
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
-        values = steps or ({},)  # the last step is the chosen point
+        values = steps or (None,)  # the last step is the chosen point
         path = [
             # The steps before the chosen point only carry the warm start.
             {
-                **value,
+                **({} if value is None else {path_name: value}),
                 "tol": start.tol if i == len(values) - 1 else self._path_tol(start.tol),
             }
             for i, value in enumerate(values)

@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 
-from ..estimators._scale import margin_at_scale
 from ..features._kernel_features import gamma_factor
 
 #: Length of the default path over ``s`` (or ``C``): as many points as
@@ -64,37 +63,6 @@ def default_margins(margin):
     (0.05,)
     """
     return (float(margin.default_m),)
-
-
-def margin_follower(margin):
-    """Return ``follow(s) -> {"m": ...}``: the default margin along an s path.
-
-    The linear estimator's default margin follows its scale
-    (:func:`~sklmargin.estimators._scale.margin_at_scale`): the loss's
-    default ``m_0`` up to its default scale ``s_0``, ``m_0 s_0 / s`` above it,
-    so that the margin in logits, ``s m``, stays the default's. A search over
-    the default margin walks the same pairs, so each point of its s path is
-    the model ``MarginSoftmaxClassifier(s=s, m=m)`` a user would get there: a
-    constant ``m_0`` grows with ``s`` into a margin the data does not support
-    (it underfits many-class embeddings at large ``s``). For the losses whose
-    linear default resolves ``s`` (those that normalise the rows and take
-    ``s``, without SV-Softmax's state rounds); None for the others.
-
-    Examples
-    --------
-    >>> from sklmargin.losses import get_margin
-    >>> follow = margin_follower(get_margin("am-softmax"))
-    >>> follow(10.0), follow(30.0), follow(120.0)
-    ({'m': 0.05}, {'m': 0.05}, {'m': 0.0125})
-    """
-    if not (margin.normalizes_X and margin.uses_s and not margin.stateful):
-        return None
-    m0, s0 = float(margin.default_m), float(margin.default_s)
-
-    def follow(s):
-        return {"m": float(margin_at_scale(m0, s0, max(float(s), s0)))}
-
-    return follow
 
 
 def _valid_values(values, check, name, loss, sort=True, domain=None):

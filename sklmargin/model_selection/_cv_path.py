@@ -72,14 +72,6 @@ class Head(NamedTuple):
     inner_points: list  # dicts over the axes that keep the map (loss, m)
     path_name: str  # "s" or "C"
     path_values: tuple  # ascending: each point starts from the previous one
-    # follow(value) -> the inner parameters that move with the path (the
-    # default margin along s, margin_follower); None: the inner point's own.
-    follow: Callable | None = None
-
-    def at(self, value):
-        """Return the path point's parameters at ``value``: ``{path: value, ...}``."""
-        moved = {} if self.follow is None else self.follow(value)
-        return {**moved, self.path_name: value}
 
 
 class PathPoint(NamedTuple):
@@ -276,10 +268,10 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
         if probing:
             # No iteration: the stored model is the cold start, which the
             # first point's fit then continues (warm: the same start).
-            yield {**head.at(head.path_values[0]), "tol": _PROBE_TOL}
+            yield {head.path_name: head.path_values[0], "tol": _PROBE_TOL}
             tol = path_tolerance(loose, path, grid.min_tol)
         for value in head.path_values:
-            yield {**head.at(value), "tol": tol}
+            yield {head.path_name: value, "tol": tol}
 
     # The FeatureScaleWarning is left to the final refit on all the rows,
     # once, not once per fold and grid point.

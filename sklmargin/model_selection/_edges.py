@@ -31,7 +31,7 @@ def _accepts(check):
     return valid
 
 
-def fold_scores_near(cv_results, best, values=None, moves=None):
+def fold_scores_near(cv_results, best, values=None):
     """Return ``fold_scores(key, value)``: the folds' scores next to ``best``.
 
     ``fold_scores(key, value)`` is the array of ``split<i>_test_score`` of the
@@ -39,9 +39,7 @@ def fold_scores_near(cv_results, best, values=None, moves=None):
     ``cv_results["params"]``), or None when no such point was searched.
     ``values[key]`` maps a value as the edge rule sees it to the value in
     ``params`` (the kernel search's multiples of "scale": ``2.0`` to
-    ``"2*scale"``). ``moves(value)``, when given, is the path point's
-    parameters at a path value (the margin that follows ``s``,
-    :meth:`~._cv_path.Head.at`): a neighbour along the path moves them too.
+    ``"2*scale"``).
     """
     splits = sorted(
         (k for k in cv_results if re.fullmatch(r"split\d+_test_score", k)),
@@ -54,8 +52,6 @@ def fold_scores_near(cv_results, best, values=None, moves=None):
     def fold_scores(key, value):
         value = (values or {}).get(key, {}).get(value, value)
         point = {**base, key: value}
-        if moves is not None and key in moves(value):
-            point.update(moves(value))
         for column, searched_point in enumerate(params):
             if searched_point == point:
                 return scores[:, column]
