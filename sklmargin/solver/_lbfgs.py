@@ -360,8 +360,9 @@ def state_rounds(
 
     Where the rounds end on a round that found no decrease, the result's
     ``stalled_at`` is the exact objective at the point returned. A warm
-    refit passes it back: a start at that very value (the same point of the
-    same problem: the previous call's solution on the same data) would run
+    refit passes it back: a start at that value, to the rounds' relative
+    threshold of 1e-12 (the same point of the same problem, read back from
+    ``coef_`` and ``intercept_``: the previous call's solution) would run
     the same rejected round again, so it is returned as it is, in no
     iteration.
 
@@ -375,7 +376,12 @@ def state_rounds(
     """
     best_value, state = objective.value_and_state(start, lam=lam)
     best_params, n_iter, accepted, stalled = start, 0, None, None
-    if stalled_at is not None and best_value == stalled_at:
+    # The same point up to the round-off of storing it as coef_ and intercept_
+    # and reading it back (1 ulp of the value under some BLAS kernels): the
+    # rounds' own acceptance threshold decides "the same".
+    if stalled_at is not None and abs(best_value - stalled_at) <= 1e-12 * abs(
+        stalled_at
+    ):
         message = "the previous fit's last state round from here found no decrease"
         return start, SolverResult(start, 0, True, message, stalled_at=best_value)
     budget = ""
