@@ -342,3 +342,30 @@ def test_defect_d6_collapse_hint_on_array_api_rows(namespace):
     assert np.all(np.isfinite(np.asarray(clf.coef_)))
     # Fixed: the hint is computed where the rows live, and says what NumPy's says.
     assert on_numpy and on_device == on_numpy
+
+
+def test_defect_d8_collapse_hint_of_class_means_beyond_the_median_range():
+    # Found by `python benchmarks/fuzz.py --examples 5000 --seed 61000` (this
+    # round): the hint of a fit stopped at max_iter=5 divided a class mean's
+    # norm (rows of 1e30) by the others' median floored at 1e-300, and the
+    # ratio overflowed (RuntimeWarning in fit).
+    from fuzz_cases import check_case
+
+    spec = {
+        "dataset": None, "seed": 0, "counts": [1, 1, 1, 1, 1], "n_features": 2,
+        "dtype": "float64", "sparse": True, "magnitude": 1e30, "integer": False,
+        "constant_columns": 1, "zero_rows": 3, "duplicates": 0,
+        "string_labels": True, "outlier": False, "separation": 0.0,
+        "weights": "positive",
+    }  # fmt: skip
+    params = {
+        "loss": "softmax", "m": None, "s": 22.77, "t": 1.0, "C": 1.0,
+        "tol": 0.0001, "fit_intercept": True,
+        "class_weight": {
+            "class-3": 0.5, "class-1": 0.5, "class-4": 0.5, "class-0": 1.0,
+            "class-2": 1.0,
+        },
+        "constant_feature": None, "max_iter": 5, "warm_start": True,
+        "random_state": 608,
+    }  # fmt: skip
+    assert check_case("MarginSoftmaxClassifier", params, spec) != "failure"

@@ -96,12 +96,11 @@ def _class_mean_closeness(objective, n_classes):
         weights = weights * np.asarray(to_numpy(norms), dtype=np.float64).ravel()
     sums = weighted_class_sums(rows, y, weights, n_classes)
     sizes = np.linalg.norm(sums / totals[:, None], axis=1)
-    return np.array(
-        [
-            sizes[j] / max(np.median(np.delete(sizes, j)), 1e-300)
-            for j in range(n_classes)
-        ]
-    )
+    others = np.array([np.median(np.delete(sizes, j)) for j in range(n_classes)])
+    # A class mean far beyond the others' (rows of 1e30, the others' means
+    # near 0) is an infinite ratio: "not close", which the hint reads as such.
+    with np.errstate(over="ignore"):
+        return sizes / np.maximum(others, 1e-300)
 
 
 class BaseMarginSoftmax(
