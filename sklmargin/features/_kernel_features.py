@@ -232,16 +232,19 @@ random_state
     def fit_statistics(self, n_samples, n_features, input_dtype, scale, centres):
         """Fit the map from statistics of rows it does not hold (the Dask fit).
 
-        ``scale()`` is ``"scale"`` of the rows (their weighted sums, added);
+        ``scale(dtype)`` is ``"scale"`` of the rows cast to ``dtype`` (their
+        weighted sums, added);
         ``centres(width, gamma, rng)`` chooses the Nyström centres as the
         in-memory fit would, with its generator. The random Fourier
         frequencies depend on the width, ``d`` and the seed only: one row of
         zeros draws the in-memory fit's.
         """
         width = self.width(n_samples, input_dtype)
-        gamma = self.map_gamma(scale)
-        value = scale() if gamma == "scale" else gamma
+        # "scale" of the rows in the dtype the map runs in, as in memory
+        # (fit_transform casts the rows before the map reads their variance).
         self.dtype_ = self.dtype(n_samples, input_dtype)
+        gamma = self.map_gamma(lambda: scale(self.dtype_))
+        value = scale(self.dtype_) if gamma == "scale" else gamma
         self.map_ = self.new_map(width, value)
         if self.kernel_approximation == "nystroem":
             rng = check_random_state(self.random_state)

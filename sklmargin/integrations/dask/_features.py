@@ -86,11 +86,21 @@ def _fetch_rows(source, wanted, located):
     return rows
 
 
-def _scale(source, sw_total):
-    """``gamma="scale"`` of the rows, as in memory: the chunks' weighted sums, added."""
+def _weighted_sum_in(rows, weights, dtype, mean=None):
+    """:func:`weighted_sum` of a chunk's rows cast to ``dtype`` (the map's)."""
+    return weighted_sum(rows.astype(dtype, copy=False), weights, mean)
+
+
+def _scale(source, sw_total, dtype):
+    """``gamma="scale"`` of the rows, as in memory: the chunks' weighted sums, added.
+
+    The rows are cast to the map's ``dtype`` first, as the in-memory fit
+    casts them before its map reads their variance (float32 rows moved
+    ``gamma`` by 6e-10 relative, enough to move some labels).
+    """
     total_weight = sw_total * source.n_features_in
-    mean = sum(source.per_chunk(weighted_sum)) / total_weight
-    squares = sum(source.per_chunk(weighted_sum, mean))
+    mean = sum(source.per_chunk(_weighted_sum_in, dtype)) / total_weight
+    squares = sum(source.per_chunk(_weighted_sum_in, dtype, mean))
     variance = round_off_floor(squares / total_weight, mean)
     return gamma_from_variance(variance, source.n_features_in)
 
@@ -189,7 +199,7 @@ def fit_feature_map_dask(estimator, source, sw_total):
 
     kernel = estimator._kernel_features().fit_statistics(
         source.n_samples, source.n_features_in, source.dtype,
-        lambda: _scale(source, sw_total), centres,
+        lambda dtype: _scale(source, sw_total, dtype), centres,
     )  # fmt: skip
     estimator.compute_dtype_ = kernel.dtype_.name
     if sampled:
