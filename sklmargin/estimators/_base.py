@@ -419,11 +419,12 @@ class BaseMarginSoftmax(
         device, its transfer time) are kept in ``_fit_stats``.
         """
         margin, s = objective.margin, objective.s
-        x0 = warm_start_params(self, objective)
-        # A data-chosen width's path model at that width (the kernel estimator).
+        # A data-chosen width's path model (the kernel estimator): fitted on
+        # this fit's map, so it comes before the previous call's solution.
         start = self.__dict__.pop("_start_model", None)
-        if x0 is None and start is not None:
-            x0 = warm_start_params(start, objective)
+        x0 = None if start is None else warm_start_params(start, objective)
+        if x0 is None:
+            x0 = warm_start_params(self, objective)
         warm, n_iter = x0 is not None, 0
         if warm:
             lambdas = [lambda_min]

@@ -429,8 +429,12 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         from ..features._input_transform import apply_input_transform
         from ._metric import training_row_keys
 
-        # The labels a data-chosen width scores its path on (_path_map).
-        self._path_labels = y_encoded if learn else None
+        # The labels a data-chosen width scores its path on (_path_map); set
+        # only where a path is walked, and taken by _fit_feature_map.
+        if learn and self._walks_path():
+            self._path_labels = y_encoded
+        else:
+            self.__dict__.pop("_path_labels", None)
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
@@ -528,6 +532,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
 
     def _fit_feature_map(self, X, sample_weight, xp=NUMPY, device="cpu", mapped=None):
         labels = self.__dict__.pop("_path_labels", None)
+        # A path model left by a fit that failed after its path: not this map's.
+        self.__dict__.pop("_start_model", None)
         if mapped is not None:  # a CV fold's map and rows, used as they are
             self.feature_map_, features = mapped
             self._fitted_map_key = None

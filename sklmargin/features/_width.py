@@ -18,10 +18,12 @@ r"""A Nyström width the data choose: nested centres, a warm path, a memory budg
   numerically are dropped): the map's cost over the whole path is that of
   mapping once at the final width.
 * **A warm path.** The model of width ``M`` is fitted on the training part;
-  its coefficients padded with zeros start the fit at ``M'`` (they give the
-  same logits: an exact start). The path stops when the next step's held-out
-  accuracy gain is below :data:`MIN_GAIN` or not larger than its paired
-  standard error; the width kept is the last one that gained.
+  its coefficients padded with zeros start the fit at ``M'`` (the same raw
+  logits; for the losses that normalise the rows, the same scores up to the
+  rows' norms, which grow with the width: a close start, not an exact one).
+  The path stops when the next step's held-out accuracy gain is below
+  :data:`MIN_GAIN` or not larger than its paired standard error; the width
+  kept is the last one that gained.
 * **A memory budget.** :data:`PATH_COPIES` copies of the mapped rows must
   fit the kernel fit's budget (:mod:`sklmargin.features._memory`): the
   path's widest step is capped by it.
@@ -231,8 +233,9 @@ def fit_path_model(estimator, features, y, sample_weight, start):
     A clone without metric, class weights (already in ``sample_weight``) or
     output, at the path's tolerance (:data:`PATH_TOL_FACTOR`), fitted on the
     premapped rows; ``start`` (a narrower model, or None for a cold fit)
-    gives its coefficients padded with zeros for the new features: the same
-    logits, an exact start.
+    gives its coefficients padded with zeros for the new features (the same
+    raw logits; the cosine losses' rows are normalised at the new width, so
+    there a close start).
     """
     from sklearn.base import clone
 
@@ -343,7 +346,7 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
         check_fit_memory(n_samples, 1, PATH_COPIES * dtype.itemsize)
     path = {"widths": [], "scores": [], "n_iter": [], "held_out": int(len(held))}
     nested = NestedNystroem(X[order[: max(1, cap)]], gamma, dtype)
-    # Rows in the order [training part, held-out part]: both are views.
+    # Rows in the order [training part, held-out part] (a copy of the rows).
     perm = np.concatenate([train, held])
     rows = X[perm]
     n_train = train.shape[0]
