@@ -28,7 +28,7 @@ from ..features._kernel_features import (  # noqa: F401 (the width's law, for ca
     auto_n_components,
     resolve_n_components,
 )
-from ._base import BaseMarginSoftmax
+from ._base import BaseMarginSoftmax, fill_shared_docs
 
 #: The parameters the learned input transform and the feature map depend on
 #: besides the rows: a warm refit keeps both while these are unchanged.
@@ -38,6 +38,7 @@ _MAP_PARAMS = (
 )  # fmt: skip
 
 
+@fill_shared_docs
 class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     r"""Margin-softmax classifier over RBF kernel features, with a learned metric.
 
@@ -164,15 +165,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     class_weight : dict or "balanced", default=None
         Weights of classes, multiplied into ``sample_weight``; "balanced" uses
         ``sum(sample_weight) / (n_classes * class_total)`` with weighted totals.
-    max_iter : int, default=1000
-        L-BFGS iteration budget. The run at the final ``lambda_min`` (the
-        only run of most losses) has ``max_iter`` iterations; the runs that
-        prepare it (L-Softmax's softmax start and the lambda stages before
-        ``lambda_min``) share another ``max_iter``, and SV-Softmax's state
-        rounds (``t > 1``) a third, so a fit takes at most ``3 * max_iter``
-        iterations, not ``max_iter`` per stage and per round (which made
-        fits of a few hundred rows at extreme settings take seconds). A
-        shared budget that runs out gives a ConvergenceWarning naming it.
+    MAX_ITER
     tol : float, default=1e-4
         Stop when the largest absolute gradient entry is below ``tol * s``
         (``tol`` for L-Softmax): the gradient is proportional to the logit

@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 
 from ..losses._registry import loss_table_text
-from ._base import BaseMarginSoftmax
+from ._base import BaseMarginSoftmax, fill_shared_docs
 
 
+@fill_shared_docs
 class MarginSoftmaxClassifier(BaseMarginSoftmax):
     r"""Linear classifier trained with a margin-based softmax loss by L-BFGS.
 
@@ -105,15 +106,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
     class_weight : dict or "balanced", default=None
         Weights of classes, multiplied into ``sample_weight``; "balanced" uses
         ``sum(sample_weight) / (n_classes * class_total)`` with weighted totals.
-    max_iter : int, default=1000
-        L-BFGS iteration budget. The run at the final ``lambda_min`` (the
-        only run of most losses) has ``max_iter`` iterations; the runs that
-        prepare it (L-Softmax's softmax start and the lambda stages before
-        ``lambda_min``) share another ``max_iter``, and SV-Softmax's state
-        rounds (``t > 1``) a third, so a fit takes at most ``3 * max_iter``
-        iterations, not ``max_iter`` per stage and per round (which made
-        fits of a few hundred rows at extreme settings take seconds). A
-        shared budget that runs out gives a ConvergenceWarning naming it.
+    MAX_ITER
     tol : float, default=1e-4
         Stop when the largest absolute gradient entry is below ``tol * s`` (``tol``
         for L-Softmax). The gradient is proportional to the logit scale ``s``, so
