@@ -28,7 +28,8 @@ from ..features._kernel_features import (  # noqa: F401 (the width's law, for ca
     auto_n_components,
     resolve_n_components,
 )
-from ._base import BaseMarginSoftmax, fill_shared_docs
+from ._base import BaseMarginSoftmax
+from ._docs import fill_shared_docs
 
 #: The parameters the learned input transform and the feature map depend on
 #: besides the rows: a warm refit keeps both while these are unchanged.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from ..losses._registry import loss_table_text
-from ._base import BaseMarginSoftmax, fill_shared_docs
+from ._base import BaseMarginSoftmax
+from ._docs import fill_shared_docs
 
 
 @fill_shared_docs
