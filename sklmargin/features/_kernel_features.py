@@ -144,9 +144,9 @@ random_state
         until the mapped rows of 1,500 centres fill half the free memory
         (about 2 million rows per 24 GiB in float32), the budget beyond.
         """
+        rule = resolve_n_components(self.n_components, n_samples)
         if self.n_components not in ("auto", "path"):
-            return int(self.n_components)
-        rule = auto_n_components(n_samples)
+            return rule
         itemsize = self.dtype(n_samples, input_dtype).itemsize
         widest = widest_width(n_samples, itemsize, *self._memory_terms(), X=X)
         return int(max(1, min(rule, widest)))
