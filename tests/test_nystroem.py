@@ -294,12 +294,14 @@ def test_triangular_factor_is_a_rotation_of_the_eigen_factor(d, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_triangular_transform_equals_the_dense_product(d, dtype):
     # The trmm path against the GEMM a legacy map (no triangular flag) takes,
-    # at the float32 features' documented accuracy (1e-4).
+    # at the float32 features' documented accuracy (1e-4); in float64 the
+    # kept eigenvalues reach M eps64 lambda_max, so the factor amplifies
+    # round-off by up to (M eps64)^(-1/2), about 6e6 at M = 150.
     X = _data(n=500, d=d).astype(dtype)
     nystroem = NystroemFeatures(n_components=150, random_state=0).fit(X)
     Y = _data(n=70, d=d, seed=2).astype(dtype)
     fast = nystroem.transform(Y)
     del nystroem._lower_trapezoidal
     dense = nystroem.transform(Y)
-    atol = 1e-4 if dtype == np.float32 else 1e-10
+    atol = 1e-4 if dtype == np.float32 else 1e-8
     np.testing.assert_allclose(fast, dense, atol=atol)

@@ -89,16 +89,21 @@ def lower_trapezoidal_factor(normalization):
 
     Returns
     -------
-    ndarray of shape (n_centres, r), C-contiguous, float64
-        Zero above the diagonal in its first ``r`` rows.
+    factor : ndarray of shape (n_centres, r), C-contiguous, float64
+        ``N Q``, zero above the diagonal in its first ``r`` rows.
+    rotation : ndarray of shape (r, r), float64
+        The orthogonal ``Q``: ``g Q^T`` turns a gradient over the rotated
+        features' coefficients back into the eigenbasis (the solver's stop
+        test reads it there, see ``_eigen_rotation``).
     """
-    _, upper = qr(normalization.T, mode="economic")
+    rotation, upper = qr(normalization.T, mode="economic")
     signs = np.where(np.diag(upper) < 0.0, -1.0, 1.0)
     upper *= signs[:, None]
+    rotation *= signs[None, :]
     factor = np.ascontiguousarray(upper.T)
     rank = factor.shape[1]
     factor[:rank][np.triu_indices(rank, k=1)] = 0.0  # exact zeros, not round-off
-    return factor
+    return factor, rotation
 
 
 def times_lower_trapezoidal(kernel, factor, out):
@@ -413,10 +418,15 @@ class NystroemFeatures(
         eigenvectors *= signs
         self.eigenvalues_ = eigenvalues
         eigenvectors /= np.sqrt(eigenvalues)
-        self.normalization_ = lower_trapezoidal_factor(eigenvectors).astype(
-            dtype, copy=False
-        )
-        self._lower_trapezoidal = True
+        factor, rotation = lower_trapezoidal_factor(eigenvectors)
+        self.normalization_ = factor.astype(dtype, copy=False)
+        rank = factor.shape[1]
+        self._lower_trapezoidal = not np.triu(factor[:rank], k=1).any()
+        # The solver's stop test reads the largest gradient entry, which a
+        # rotation of the features changes: it reads the gradient turned back
+        # to the eigenbasis (g Q^T), so the fit stops where the eigenbasis
+        # fit stops and the rotation changes the model by round-off only.
+        self._eigen_rotation = np.ascontiguousarray(rotation.T)
         self.n_components_ = int(eigenvalues.shape[0])
         return self
 
