@@ -251,10 +251,12 @@ class DaskMarginObjective(ObjectiveBase):
 
     def with_margin(self, margin):
         """Return the same problem (same persisted chunks) under another margin."""
-        return DaskMarginObjective(
+        other = DaskMarginObjective(
             self.chunks, self.sw_sum, self.n_features, self.constant, self.n_classes,
             margin, self.m, self.s, self.C, self.fit_intercept, self.dtype,
         )  # fmt: skip
+        other.stop_basis = self.stop_basis
+        return other
 
     def _graph_inputs(self, params, lam):
         import dask
