@@ -19,7 +19,6 @@ from sklmargin.features._centres import (
     rpcholesky_centres,
     uniform_centres,
 )
-from sklmargin.features._kernel_block import rbf_kernel_block
 from sklmargin.features._row_keys import distinct_row_hashes
 
 SELECTORS = sorted(CENTRE_SELECTORS)
@@ -248,60 +247,3 @@ def test_bad_input_raises():
     fitted = NystroemFeatures(n_components=5).fit(X)
     with pytest.raises(ValueError, match="features"):
         fitted.transform(X[:, :3])
-
-
-def _eigen_factor(nystroem):
-    """The map's factor written from its definition, U_r Lambda_r^(-1/2) (float64)."""
-    centres = nystroem.components_.astype(np.float64)
-    centres -= centres.mean(axis=0)  # as the fit does: the same kernel matrix
-    kernel = rbf_kernel_block(centres, centres, nystroem.gamma_)
-    kernel = (kernel + kernel.T) / 2.0
-    kernel.flat[:: kernel.shape[0] + 1] += kernel.shape[0] * np.finfo(float).eps
-    values, vectors = np.linalg.eigh(kernel)
-    keep = values > values.max() * max(
-        10 * np.finfo(nystroem.components_.dtype).eps,
-        kernel.shape[0] * np.finfo(float).eps,
-    )
-    return vectors[:, keep] / np.sqrt(values[keep])
-
-
-@pytest.mark.parametrize("d", [2, 6])  # 2: eigenvalues dropped, r < M
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_triangular_factor_is_a_rotation_of_the_eigen_factor(d, dtype):
-    # The stored factor is U_r Lambda_r^(-1/2) Q: zero above the diagonal of its
-    # leading square, and the same features up to an orthogonal Q, so the same
-    # inner products (every model sees those only).
-    X = _data(n=600, d=d).astype(dtype)
-    nystroem = NystroemFeatures(n_components=200, random_state=0).fit(X)
-    factor = nystroem.normalization_
-    rank = factor.shape[1]
-    assert (rank < 200) == (d == 2)
-    assert not np.triu(factor[:rank], k=1).any()
-    reference = _eigen_factor(nystroem)
-    assert reference.shape == factor.shape
-    rotation = np.linalg.lstsq(reference, factor.astype(np.float64), rcond=None)[0]
-    tol = 1e-4 if dtype == np.float32 else 1e-9
-    np.testing.assert_allclose(rotation.T @ rotation, np.eye(rank), atol=tol)
-    # Out-of-sample features: same Gram matrix as the eigen factor's.
-    Y = _data(n=50, d=d, seed=1).astype(dtype)
-    offset = nystroem.components_.mean(axis=0)
-    block = rbf_kernel(Y - offset, nystroem.components_ - offset, gamma=nystroem.gamma_)
-    Z, Z_ref = nystroem.transform(Y), block @ reference
-    np.testing.assert_allclose(Z @ Z.T, Z_ref @ Z_ref.T, atol=10 * tol)
-
-
-@pytest.mark.parametrize("d", [2, 6])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_triangular_transform_equals_the_dense_product(d, dtype):
-    # The trmm path against the GEMM a legacy map (no triangular flag) takes,
-    # at the float32 features' documented accuracy (1e-4); in float64 the
-    # kept eigenvalues reach M eps64 lambda_max, so the factor amplifies
-    # round-off by up to (M eps64)^(-1/2), about 6e6 at M = 150.
-    X = _data(n=500, d=d).astype(dtype)
-    nystroem = NystroemFeatures(n_components=150, random_state=0).fit(X)
-    Y = _data(n=70, d=d, seed=2).astype(dtype)
-    fast = nystroem.transform(Y)
-    del nystroem._lower_trapezoidal
-    dense = nystroem.transform(Y)
-    atol = 1e-4 if dtype == np.float32 else 1e-8
-    np.testing.assert_allclose(fast, dense, atol=atol)

@@ -312,14 +312,6 @@ class BaseMarginSoftmax(
             move_fitted_to_device(self, xp, device)
         return self
 
-    def _stop_basis(self):
-        """Return the features' stop basis (:attr:`ObjectiveBase.stop_basis`): None.
-
-        The rows' own basis, but for a kernel map whose features are a
-        rotation of the basis its fits stop in.
-        """
-        return None
-
     def _resolves_scale(self, margin):
         """Whether this fit resolves ``s=None`` from its rows (or reuses ``s_``).
 
@@ -408,7 +400,6 @@ class BaseMarginSoftmax(
             # L-Softmax's logits at lambda -> infinity are the raw inner
             # products: the softmax prototypes on the raw rows carry over.
             start = softmax_problem()
-            start.stop_basis = objective.stop_basis
             x0 = start_params(start, class_totals, None, self.random_state)
             settings = {
                 "max_iter": self.max_iter,
@@ -428,7 +419,6 @@ class BaseMarginSoftmax(
         device, its transfer time) are kept in ``_fit_stats``.
         """
         margin, s = objective.margin, objective.s
-        objective.stop_basis = self._stop_basis()
         # A data-chosen width's path model (the kernel estimator): fitted on
         # this fit's map, so it comes before the previous call's solution.
         start = self.__dict__.pop("_start_model", None)

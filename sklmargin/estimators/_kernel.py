@@ -577,10 +577,6 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     def _map_features(self, X):
         return self._kernel_features().transform(X, get_namespace(X)[0])
 
-    def _stop_basis(self):
-        """Return the Nyström map's rotation to its eigenbasis (None for others)."""
-        return getattr(self.feature_map_, "_eigen_rotation", None)
-
     def _model_logits(self, X):
         """Logits of ``X``, mapped by row blocks of bounded memory."""
         from ..features._memory import in_row_blocks

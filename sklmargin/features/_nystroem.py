@@ -15,7 +15,6 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
-from scipy.linalg import get_blas_funcs, qr
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -66,70 +65,6 @@ def _median_gamma(X, sample_weight, rng):
     upper = distances[np.triu_indices(sample.shape[0], k=1)]
     median = float(np.median(np.maximum(upper, 0.0)))
     return 1.0 / median if median > 0 else 1.0
-
-
-def lower_trapezoidal_factor(normalization):
-    r"""Rotate the map's factor :math:`N` (:math:`M \times r`) to lower-trapezoidal.
-
-    With :math:`N^\top = Q R` (QR, :math:`R` upper trapezoidal, its diagonal
-    made non-negative so that LAPACK's sign choices do not reach the
-    features), :math:`N Q = R^\top`: row :math:`i < r` of :math:`R^\top` is 0
-    beyond column :math:`i`. The features :math:`k_C(x) N Q` are those of
-    :math:`N` turned by the orthogonal :math:`Q`, so their inner products,
-    norms and the kernel they approximate are the same, and so is every model
-    fitted on them (losses, penalty and the learned metric see the features
-    through inner products only). What changes is the cost: the triangular
-    block is applied by a triangular matrix product, about half the flops of
-    the dense one at :math:`r = M`.
-
-    Parameters
-    ----------
-    normalization : ndarray of shape (n_centres, r), float64
-        :math:`U_r \Lambda_r^{-1/2}`, ``r <= n_centres``.
-
-    Returns
-    -------
-    factor : ndarray of shape (n_centres, r), C-contiguous, float64
-        ``N Q``, zero above the diagonal in its first ``r`` rows.
-    rotation : ndarray of shape (r, r), float64
-        The orthogonal ``Q``: ``g Q^T`` turns a gradient over the rotated
-        features' coefficients back into the eigenbasis (the solver's stop
-        test reads it there, see ``_eigen_rotation``).
-    """
-    rotation, upper = qr(normalization.T, mode="economic")
-    signs = np.where(np.diag(upper) < 0.0, -1.0, 1.0)
-    upper *= signs[:, None]
-    rotation *= signs[None, :]
-    factor = np.ascontiguousarray(upper.T)
-    rank = factor.shape[1]
-    factor[:rank][np.triu_indices(rank, k=1)] = 0.0  # exact zeros, not round-off
-    return factor, rotation
-
-
-def times_lower_trapezoidal(kernel, factor, out):
-    """Write ``kernel @ factor`` into ``out`` for a :func:`lower_trapezoidal_factor`.
-
-    The leading square block by BLAS ``trmm`` (on the transposed, Fortran-
-    ordered views, so that neither the factor nor a full block is copied),
-    the rows below it, if any, by a GEMM.
-
-    Parameters
-    ----------
-    kernel : ndarray of shape (n_rows, n_centres), C-contiguous
-        Kernel values of a row block; overwritten where ``r = n_centres``.
-    factor : ndarray of shape (n_centres, r), C-contiguous, ``kernel``'s dtype
-    out : ndarray of shape (n_rows, r)
-    """
-    rank = factor.shape[1]
-    square = factor[:rank]
-    # (k_head L)^T = L^T k_head^T, L^T upper triangular: square.T is its
-    # Fortran-ordered view, kernel.T[:rank] the Fortran-ordered k_head^T.
-    trmm = get_blas_funcs("trmm", (square, kernel))
-    head = trmm(1.0, square.T, kernel.T[:rank], side=0, lower=0, trans_a=0,
-                overwrite_b=1)  # fmt: skip
-    out[...] = head.T
-    if rank < factor.shape[0]:
-        out += kernel[:, rank:] @ factor[rank:]
 
 
 @dataclass(frozen=True)
@@ -264,10 +199,8 @@ class NystroemFeatures(
     gamma_ : float
         The kernel coefficient used.
     normalization_ : ndarray of shape (n_centres, n_components_)
-        :math:`U_r \Lambda_r^{-1/2} Q`, rotated by an orthogonal :math:`Q` to
-        be zero above the diagonal in its first ``n_components_`` rows (same
-        features up to that rotation, half the transform's flops: see Notes);
-        ``transform`` returns ``K(X, components_) @ normalization_``.
+        :math:`U_r \Lambda_r^{-1/2}`; ``transform`` returns
+        ``K(X, components_) @ normalization_``.
     eigenvalues_ : ndarray of shape (n_components_,)
         The kept eigenvalues :math:`\lambda_j` of :math:`K_{CC} + \delta I`, in
         decreasing order (float64).
@@ -289,13 +222,7 @@ class NystroemFeatures(
     Fit costs :math:`O(M^3 + M^2 d)` beyond the centre selection (uniform:
     :math:`O(n \log n)` for the distinct rows; k-means++: :math:`O(n M d)`;
     randomly pivoted Cholesky: :math:`O(n M^2)` and one :math:`n \times M` factor).
-    Transform costs :math:`O(n M d + n M r)`: the kernel block, then the
-    product with ``normalization_``. That factor is turned by the orthogonal
-    :math:`Q` of the QR factorisation of :math:`(U_r \Lambda_r^{-1/2})^\top`
-    into a lower-trapezoidal one, applied by a triangular matrix product
-    (BLAS ``trmm``) at about half the flops of a dense one. The rotation changes
-    no inner product, hence no kernel value and no model fitted on the
-    features. Sparse input is not supported.
+    Transform costs :math:`O(n M d + n M r)`. Sparse input is not supported.
 
     References
     ----------
@@ -418,15 +345,7 @@ class NystroemFeatures(
         eigenvectors *= signs
         self.eigenvalues_ = eigenvalues
         eigenvectors /= np.sqrt(eigenvalues)
-        factor, rotation = lower_trapezoidal_factor(eigenvectors)
-        self.normalization_ = factor.astype(dtype, copy=False)
-        rank = factor.shape[1]
-        self._lower_trapezoidal = not np.triu(factor[:rank], k=1).any()
-        # The solver's stop test reads the largest gradient entry, which a
-        # rotation of the features changes: it reads the gradient turned back
-        # to the eigenbasis (g Q^T), so the fit stops where the eigenbasis
-        # fit stops and the rotation changes the model by round-off only.
-        self._eigen_rotation = np.ascontiguousarray(rotation.T)
+        self.normalization_ = eigenvectors.astype(dtype, copy=False)
         self.n_components_ = int(eigenvalues.shape[0])
         return self
 
@@ -453,17 +372,12 @@ class NystroemFeatures(
         normalization = xp.astype(self.normalization_, dtype, copy=False)
         out = RowBlockWriter(xp, (X.shape[0], normalization.shape[1]), dtype, device)
         row_bytes = numpy_dtype(dtype).itemsize * max(centres.shape[0], X.shape[1])
-        # Maps fitted before the factor was made triangular (old pickles, the
-        # width path's own factor) take the dense product.
-        triangular = getattr(self, "_lower_trapezoidal", False)
         for rows in row_blocks(X, row_bytes):
             kernel = rbf_kernel_block(X[rows, :] - offset, centres, self.gamma_)
-            if not isinstance(kernel, np.ndarray):  # a device: its GEMM
-                out.write(rows, kernel @ normalization)
-            elif triangular:  # NumPy leaf: half the GEMM's flops
-                times_lower_trapezoidal(kernel, normalization, out.out[rows])
-            else:  # NumPy leaf: no block-sized copy
+            if isinstance(kernel, np.ndarray):  # NumPy leaf: no block-sized copy
                 np.matmul(kernel, normalization, out=out.out[rows])
+            else:
+                out.write(rows, kernel @ normalization)
         return out.result()
 
     def describe(self):

@@ -61,30 +61,7 @@ class ParameterLayout:
         coef, _ = self.unpack(params)
         return 0.5 * l2_strength * float(np.einsum("ij,ij->", coef, coef))
 
-    def largest(self, grad, basis=None):
-        """Largest absolute entry of ``grad``, its prototypes' block read in ``basis``.
-
-        ``basis`` (``r x r``, orthogonal, or None) takes the first ``r``
-        feature coordinates of each prototype's gradient to the basis the stop
-        test reads (:attr:`ObjectiveBase.stop_basis`).
-        """
-        if basis is None:
-            return float(np.max(np.abs(grad), initial=0.0))
-        coef, intercept = self.unpack(grad)
-        return self._largest_of(coef, intercept, basis)
-
-    @staticmethod
-    def _largest_of(coef, intercept, basis):
-        rank = 0 if basis is None else basis.shape[0]
-        largest = 0.0
-        if rank:
-            largest = float(np.max(np.abs(coef[:, :rank] @ basis), initial=0.0))
-        largest = max(largest, float(np.max(np.abs(coef[:, rank:]), initial=0.0)))
-        if intercept is not None:
-            largest = max(largest, float(np.max(np.abs(intercept), initial=0.0)))
-        return largest
-
-    def stationarity(self, params, grad, normalizes_W, basis=None):
+    def stationarity(self, params, grad, normalizes_W):
         r"""Largest gradient entry on the parameters' own scale.
 
         A loss that sees ``V`` only through ``V / |V|`` has a gradient
@@ -93,14 +70,17 @@ class ParameterLayout:
         prototype, 36 for the other), so the raw gradient overstates (or
         understates) how far a prototype's *direction* is from optimal. The
         gradient on the sphere, ``|v_j| dF/dv_j``, does not depend on the norm;
-        the solver judges a stall by it. ``basis`` as in :meth:`largest`.
+        the solver judges a stall by it.
         """
         if not normalizes_W:
-            return self.largest(grad, basis)
+            return float(np.max(np.abs(grad), initial=0.0))
         coef, _ = self.unpack(params)
         grad_coef, grad_intercept = self.unpack(grad)
         on_sphere = grad_coef * np.linalg.norm(coef, axis=1)[:, None]
-        return self._largest_of(on_sphere, grad_intercept, basis)
+        largest = float(np.max(np.abs(on_sphere), initial=0.0))
+        if grad_intercept is not None:
+            largest = max(largest, float(np.max(np.abs(grad_intercept), initial=0.0)))
+        return largest
 
 
 @runtime_checkable
@@ -151,9 +131,6 @@ class MarginObjective(Protocol):
     def stationarity(self, params, grad):
         """Largest gradient entry on the parameters' own scale (see layout)."""
 
-    def largest_gradient(self, grad):
-        """Largest absolute gradient entry in the stop test's basis."""
-
     def with_margin(self, margin):
         """Return the same problem (rows, weights, labels) under another margin."""
 
@@ -175,12 +152,6 @@ class ObjectiveBase:
     :meth:`_setup` and implement ``loss_gradient``, ``value_and_state`` and
     ``with_margin``.
     """
-
-    #: Orthogonal ``r x r`` matrix (or None) taking the gradient over the first
-    #: ``r`` feature coordinates to the basis the stop tests read: the features
-    #: of a Nyström map are a rotation of its eigenbasis features, and the
-    #: largest gradient entry, unlike the model, depends on the basis.
-    stop_basis = None
 
     def _setup(self, margin, m, s, C, n_classes, n_features, fit_intercept, sw_sum):
         self.margin, self.m, self.s, self.C = margin, m, s, C
@@ -215,13 +186,7 @@ class ObjectiveBase:
         See :meth:`ParameterLayout.stationarity`: for normalised prototypes,
         the gradient on the sphere ``|v_j| dF/dv_j``.
         """
-        return self.layout.stationarity(
-            params, grad, self.margin.normalizes_W, self.stop_basis
-        )
-
-    def largest_gradient(self, grad):
-        """Largest absolute gradient entry in the stop test's basis."""
-        return self.layout.largest(grad, self.stop_basis)
+        return self.layout.stationarity(params, grad, self.margin.normalizes_W)
 
     def _penalised(self, params, value, grad):
         """Add the L2 term and its gradient ``V / (C S)`` to ``(value, grad)``."""

@@ -217,7 +217,6 @@ class LinearMarginObjective(ObjectiveBase):
         """Return the same problem (rows, weights, labels) under another margin."""
         other = self._on(self.rows, self.y, margin)
         other.targets = self.targets
-        other.stop_basis = self.stop_basis
         return other
 
     def _on(self, rows, y, margin):

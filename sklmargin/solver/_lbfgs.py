@@ -34,8 +34,6 @@ _FTOL = 64 * np.finfo(np.float64).eps
 # precision). Beyond it the stop is a stall (e.g. L-Softmax prototypes
 # collapsing onto the cone point w_j = 0), reported as not converged.
 _STALL_FACTOR = 10.0
-# The plain run's message when its test, read in the stop basis, holds.
-_BASIS_CONVERGED = "CONVERGENCE: LARGEST GRADIENT ENTRY IN THE STOP BASIS <= TOL"
 
 # Fractions of a state round's step tried on the exact objective: where a state
 # entry flipped, the full step can raise it while a shorter one still lowers it.
@@ -115,7 +113,7 @@ def iteration_log(verbose):
 
 def lbfgs(
     fun, x0, *, max_iter, tol, stationarity=None, verbose=0, scale=None,
-    memory=None, max_eval=None, largest=None,
+    memory=None, max_eval=None,
 ):  # fmt: skip
     """Minimise ``fun`` (returning value and gradient) with scipy's L-BFGS-B.
 
@@ -149,12 +147,6 @@ def lbfgs(
         Evaluations the run may spend (scipy's ``maxfun``); None allows
         :func:`evaluation_budget` of ``max_iter``. A run that shares a pool
         with other runs is given what is left of it.
-    largest : callable, default=None
-        ``largest(gradient) -> float``, the plain run's gradient size when it
-        is not the largest raw entry (an objective with a ``stop_basis``:
-        features that are a rotation of the basis the test is defined in).
-        The plain run is then stopped at ``largest <= tol`` by a callback
-        instead of scipy's test on the raw entries.
 
     Returns
     -------
@@ -175,17 +167,10 @@ def lbfgs(
         )
         raw_max = max_abs_grad
     else:
-        if largest is None:
-            result = minimize(
-                fun, x0, jac=True, method="L-BFGS-B", options=options, callback=log
-            )
-            raw_max = float(np.max(np.abs(result.jac), initial=0.0))
-        else:  # the same run, stopped by the test read in the stop basis
-            result, raw_max = scaled_lbfgs(
-                fun, x0, 1.0, lambda _, grad: largest(grad), tol=tol,
-                options=options, log=log, memory=options.get("maxcor", 10),
-                converged=_BASIS_CONVERGED,
-            )  # fmt: skip
+        result = minimize(
+            fun, x0, jac=True, method="L-BFGS-B", options=options, callback=log
+        )
+        raw_max = float(np.max(np.abs(result.jac), initial=0.0))
         max_abs_grad = (
             raw_max if stationarity is None else stationarity(result.x, result.jac)
         )
@@ -201,13 +186,6 @@ def lbfgs(
         result.x, int(result.nit), converged, result.message, max_abs_grad,
         n_eval=int(getattr(result, "nfev", 1)),
     )  # fmt: skip
-
-
-def _basis_largest(objective):
-    """Return the plain run's ``largest`` for ``objective`` (None: no basis)."""
-    if getattr(objective, "stop_basis", None) is None:
-        return None
-    return objective.largest_gradient
 
 
 def evaluation_budget(max_iter):
@@ -323,7 +301,6 @@ def fit_continuation(
                 scale=scale,
                 memory=memory,
                 max_eval=None if final else evals_left,
-                largest=_basis_largest(plain),
             )
             params = result.params
             n_iter += result.n_iter
@@ -428,7 +405,6 @@ def state_rounds(
             stationarity=objective.stationarity,
             verbose=verbose,
             max_eval=evals_left,
-            largest=_basis_largest(objective),
         )
         n_iter += result.n_iter
         evals_left -= result.n_eval

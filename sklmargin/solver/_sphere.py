@@ -108,19 +108,12 @@ def scaled_problem(fun, scale, last=None):
     return scaled
 
 
-def scaled_lbfgs(
-    fun, x0, scale, stationarity, *, tol, options, log=None,
-    memory=_SPHERE_MEMORY, converged=_SPHERE_CONVERGED,
-):  # fmt: skip
+def scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
     """Run L-BFGS sphere-scaled; return ``(scipy result, stationarity)``.
 
     ``stationarity`` is the objective's (prototypes on their sphere: the
     scaled run is for normalised prototypes only); at ``z = x / scale`` with
     the scaled gradient it reads ``|v_j| dF/dv_j`` and ``scale_b dF/db``.
-    The run keeps ``memory`` curvature pairs and reports ``converged`` as
-    its message when the test holds. With ``scale=1.0`` it is the plain run
-    stopped by ``stationarity`` instead of scipy's own gradient test (see
-    :func:`~sklmargin.solver._lbfgs.lbfgs`'s ``largest``).
     """
     last = {}
     scaled = scaled_problem(fun, scale, last)
@@ -134,7 +127,7 @@ def scaled_lbfgs(
         # it is in the plain run: no line search is spent moving it.
         result = OptimizeResult(
             x=np.array(x0, dtype=np.float64), fun=value0, jac=grad0,
-            nit=0, status=0, success=True, message=converged,
+            nit=0, status=0, success=True, message=_SPHERE_CONVERGED,
         )  # fmt: skip
         return result, size0
 
@@ -148,7 +141,7 @@ def scaled_lbfgs(
             raise StopIteration
 
     # The callback stops the run (scipy's gtol test is the raw gradient's).
-    options = {**options, "gtol": 0.0, "maxcor": memory}
+    options = {**options, "gtol": 0.0, "maxcor": _SPHERE_MEMORY}
     result = minimize(
         scaled, z0, jac=True, method="L-BFGS-B", options=options,
         callback=stop_when_stationary,
@@ -159,5 +152,5 @@ def scaled_lbfgs(
     size = stationarity(result.x, result.jac)
     result.x = scale * result.x
     if size <= tol:
-        result.message = converged
+        result.message = _SPHERE_CONVERGED
     return result, size

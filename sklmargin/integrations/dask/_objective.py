@@ -251,12 +251,10 @@ class DaskMarginObjective(ObjectiveBase):
 
     def with_margin(self, margin):
         """Return the same problem (same persisted chunks) under another margin."""
-        other = DaskMarginObjective(
+        return DaskMarginObjective(
             self.chunks, self.sw_sum, self.n_features, self.constant, self.n_classes,
             margin, self.m, self.s, self.C, self.fit_intercept, self.dtype,
         )  # fmt: skip
-        other.stop_basis = self.stop_basis
-        return other
 
     def _graph_inputs(self, params, lam):
         import dask
