@@ -79,6 +79,8 @@ def models(folds, folds3):
         "ours_fulltol": MarginSoftmaxClassifierCV(cv=folds, path_tol=None),
         # The margin axis with m = 0 beside the default 0.05 (two paths).
         "ours_m0": MarginSoftmaxClassifierCV(cv=folds, ms=(0.0, 0.05)),
+        # No margin at all (one path): AM-Softmax at m = 0 is NormFace.
+        "ours_mzero": MarginSoftmaxClassifierCV(cv=folds, ms=(0.0,)),
         "ours_tol3": MarginSoftmaxClassifierCV(cv=folds, tol=1e-3),
         "ours_ll": MarginSoftmaxClassifierCV(cv=folds, scoring="neg_log_loss"),
         "ours_cv3_ll": MarginSoftmaxClassifierCV(cv=folds3, scoring="neg_log_loss"),
