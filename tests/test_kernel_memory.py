@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.datasets import make_classification
 
 from sklmargin import KernelMarginSoftmaxClassifier
@@ -37,7 +38,7 @@ def test_widest_width_is_the_largest_that_fits():
         (10**5, 4, True, False), (3000, 8, True, True), (10**6, 4, False, False),
     ]:  # fmt: skip
         budget = _memory.fit_bytes(n, 1234, itemsize, whitening, factor) + 7
-        width = _memory.widest_width(n, itemsize, whitening, factor, budget)
+        width = _memory.widest_width(n, itemsize, whitening, factor, budget=budget)
         assert width == 1234
     assert _memory.widest_width(10, 4, budget=1.0) == 0
 
@@ -62,6 +63,31 @@ def test_a_small_budget_lowers_auto_and_refuses_a_wider_width(monkeypatch):
     # The random Fourier maps have no M x M whitening.
     rff = KernelMarginSoftmaxClassifier(kernel_approximation="rff", metric=None)
     assert rff.fit(X, y).n_components_ > 40
+
+
+def test_sparse_rows_count_their_dense_copy(monkeypatch):
+    # The Nystroem map densifies sparse rows: n x d entries beside the mapped
+    # rows, which the budget must see (a wide sparse matrix would otherwise
+    # pass the check and run out of memory in toarray()).
+    X, y = _data(n=300)
+    n, d = 300, 4000
+    rng = np.random.RandomState(0)
+    wide = sparse.random(n, d, density=0.002, format="csr", random_state=rng)
+    wide = sparse.hstack([sparse.csr_matrix(X), wide], format="csr")
+    d = wide.shape[1]
+    assert (
+        _memory.fit_bytes(n, 40, 8, dense_columns=d) - _memory.fit_bytes(n, 40, 8)
+        == n * d * 8
+    )
+    monkeypatch.setattr(
+        _memory, "MEMORY_BUDGET", _memory.fit_bytes(n, 40, 8, True, False, d)
+    )
+    clf = KernelMarginSoftmaxClassifier(metric=None, random_state=0).fit(wide, y)
+    assert clf.n_components_ == 40
+    with pytest.raises(ValueError, match=f"sparse rows densified.*{n} x {d}"):
+        KernelMarginSoftmaxClassifier(n_components=41, metric=None).fit(wide, y)
+    # Without the dense copy the same width would have passed the check.
+    assert _memory.fit_bytes(n, 41, 8) < _memory.MEMORY_BUDGET
 
 
 def test_not_even_one_component_is_refused(monkeypatch):

@@ -148,13 +148,19 @@ random_state
         if self.n_components not in ("auto", "path"):
             return rule
         itemsize = self.dtype(n_samples, input_dtype).itemsize
-        widest = widest_width(n_samples, itemsize, *self._memory_terms(), X=X)
+        widest = widest_width(n_samples, itemsize, *self._memory_terms(X), X=X)
         return int(max(1, min(rule, widest)))
 
-    def _memory_terms(self):
-        """``(whitening, factor_rows)`` of this map's fit (``fit_bytes``)."""
+    def _memory_terms(self, X=None):
+        """``(whitening, factor_rows, dense_columns)`` of this map's fit on ``X``.
+
+        The terms of :func:`~sklmargin.features._memory.fit_bytes`: sparse
+        rows are densified for the Nyström map (:meth:`rows`), a copy of
+        ``n x d`` entries beside the mapped rows.
+        """
         nystroem = self.kernel_approximation == "nystroem"
-        return nystroem, nystroem and self.centres == "rpcholesky"
+        dense_columns = X.shape[1] if nystroem and sparse.issparse(X) else 0
+        return nystroem, nystroem and self.centres == "rpcholesky", dense_columns
 
     def dtype(self, n_samples, input_dtype):
         """Return the dtype the map and the fit run in (``compute_dtype``).
@@ -222,7 +228,7 @@ random_state
         # Refused before anything n x M is allocated (a ValueError naming
         # the sizes), not an out-of-memory crash.
         check_fit_memory(
-            n_samples, width, self.dtype_.itemsize, *self._memory_terms(), X=X
+            n_samples, width, self.dtype_.itemsize, *self._memory_terms(X), X=X
         )
         X = self.rows(X, self.dtype_, xp)
         gamma = self.map_gamma(lambda: scale_gamma(X, sample_weight))

@@ -113,24 +113,33 @@ def memory_budget(X=None):
     return math.inf if available is None else MEMORY_FRACTION * available
 
 
-def fit_bytes(n_samples, width, itemsize, whitening=True, factor_rows=False):
+def fit_bytes(
+    n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0
+):  # fmt: skip
     """Bytes a kernel fit of ``n_samples`` rows and ``width`` centres holds at its peak.
 
     The mapped rows (``n x M x itemsize``), the float64 ``M x M`` whitening
     of a Nyström map (:data:`WHITENING_COPIES` of it; none for the random
-    Fourier maps), :data:`BLOCK_COPIES` row blocks and, for randomly pivoted
-    Cholesky centres (``factor_rows``), its float64 ``n x M`` factor.
+    Fourier maps), :data:`BLOCK_COPIES` row blocks, for randomly pivoted
+    Cholesky centres (``factor_rows``) its float64 ``n x M`` factor and, for
+    sparse rows the Nyström map works on densified, their dense copy
+    (``n x dense_columns x itemsize``).
     """
     n, m = int(n_samples), int(width)
     need = n * m * int(itemsize) + (WHITENING_COPIES * 8 * m * m if whitening else 0)
-    need += BLOCK_COPIES * blocks.BLOCK_BYTES
+    need += BLOCK_COPIES * blocks.BLOCK_BYTES + _dense_bytes(n, dense_columns, itemsize)
     if factor_rows:
         need += 8 * n * m
     return need
 
 
+def _dense_bytes(n_samples, dense_columns, itemsize):
+    return int(n_samples) * int(dense_columns) * int(itemsize)
+
+
 def widest_width(
-    n_samples, itemsize, whitening=True, factor_rows=False, budget=None, X=None
+    n_samples, itemsize, whitening=True, factor_rows=False, dense_columns=0,
+    budget=None, X=None,
 ):  # fmt: skip
     """Return the largest width whose fit (:func:`fit_bytes`) holds in the budget.
 
@@ -143,11 +152,12 @@ def widest_width(
     a = WHITENING_COPIES * 8 if whitening else 0
     b = int(n_samples) * (int(itemsize) + (8 if factor_rows else 0))
     c = BLOCK_COPIES * blocks.BLOCK_BYTES - budget
+    c += _dense_bytes(n_samples, dense_columns, itemsize)
     if c > 0:
         return 0
     root = -c / b if a == 0 else (-b + math.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
     width = int(root)
-    sizes = (n_samples, itemsize, whitening, factor_rows)
+    sizes = (n_samples, itemsize, whitening, factor_rows, dense_columns)
     while width > 0 and fit_bytes(sizes[0], width, *sizes[1:]) > budget:
         width -= 1  # (round-off of the square root)
     return width
@@ -158,7 +168,8 @@ def _mib(size):
 
 
 def check_fit_memory(
-    n_samples, width, itemsize, whitening=True, factor_rows=False, X=None
+    n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0,
+    X=None,
 ):  # fmt: skip
     """Raise a ValueError naming the sizes when a fit would exceed the budget.
 
@@ -166,10 +177,12 @@ def check_fit_memory(
     ``X``, the training rows, says which memory (host or accelerator).
     """
     budget = memory_budget(X)
-    need = fit_bytes(n_samples, width, itemsize, whitening, factor_rows)
+    terms = (whitening, factor_rows, dense_columns)
+    need = fit_bytes(n_samples, width, itemsize, *terms)
     if need <= budget:
         return
-    widest = widest_width(n_samples, itemsize, whitening, factor_rows, budget)
+    widest = widest_width(n_samples, itemsize, *terms, budget=budget)
+    dense = _dense_bytes(n_samples, dense_columns, itemsize)
     source = (
         "MEMORY_BUDGET"
         if MEMORY_BUDGET is not None
@@ -184,6 +197,12 @@ def check_fit_memory(
         f"{int(itemsize)} bytes needs {_mib(need)} (the mapped rows "
         f"{_mib(int(n_samples) * int(width) * int(itemsize))}"
         + (f", the {int(width)} x {int(width)} whitening" if whitening else "")
+        + (
+            f", the sparse rows densified for the map ({int(n_samples)} x "
+            f"{int(dense_columns)}: {_mib(dense)})"
+            if dense
+            else ""
+        )
         + " and the row blocks), more than "
         f"the memory budget of {_mib(budget)} ({source}; "
         "sklmargin.features._memory.MEMORY_BUDGET or the environment variable "
