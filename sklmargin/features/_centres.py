@@ -42,12 +42,21 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg import solve_triangular
 
-from .._utils.array_api import row_blocks
 from ._kernel_block import rbf_kernel_block
 from ._row_keys import distinct_row_hashes, mix64, stable_row_keys
 
 # Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.
 _LLOYD_STEPS = 5
+# The "kmeans" selector seeds on at most this many rows per centre (a
+# weight-proportional draw), then runs its Lloyd steps on all of them: the
+# seeding is sequential (one pass over its rows per centre), the Lloyd steps
+# are GEMMs.
+_SEED_ROWS_PER_CENTRE = 8
+# Rows per block of a Lloyd step's distances: a block (rows x centres, float64)
+# small enough to be read back from cache by the argmin, not from memory (the
+# GEMM's inner dimension is only the number of features, so with larger blocks
+# writing and reading the distances through memory is most of the step).
+_LLOYD_BLOCK_ROWS = 256
 
 
 def uniform_indices(weights, n_centres, rng, keys=None):
@@ -188,7 +197,11 @@ def kmeans_plusplus_centres(rows, weights, n_centres, gamma, rng):
 def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
     r"""Weighted k-means++ seeds refined by a few weighted Lloyd steps.
 
-    Each Lloyd step assigns every row to its nearest centre (blocked GEMM
+    With more than ``8 n_centres`` rows the seeds are chosen among ``8
+    n_centres`` of them, drawn in proportion to weight by their stable keys
+    (the seeding makes one pass over its rows per centre, which on large data
+    costs more than the map); the Lloyd steps then move the seeds over all
+    rows. Each Lloyd step assigns every row to its nearest centre (blocked GEMM
     distances) and moves each centre to the weighted mean
     :math:`c_k = \sum_{i \in k} w_i x_i / \sum_{i \in k} w_i` of its rows; a centre
     that loses all its rows stays where it is. k-means centres minimise a bound on
@@ -207,23 +220,38 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
         Cluster means, in the dtype of ``rows``.
     """
     n_steps = _LLOYD_STEPS if n_steps is None else n_steps
-    seeds = np.sort(_kmeans_plusplus_indices(rows, weights, n_centres, rng))
-    centres = rows[seeds].astype(np.float64)
-    rows64 = rows.astype(np.float64, copy=False)
+    pool = _SEED_ROWS_PER_CENTRE * n_centres
+    if rows.shape[0] > pool:
+        # Seeds from a draw of the rows (in proportion to weight, by their
+        # stable keys: the same rows in any order), seeded unweighted.
+        drawn = uniform_indices(weights, pool, rng, stable_row_keys(rows))
+        seeds = drawn[
+            _kmeans_plusplus_indices(rows[drawn], np.ones(pool), n_centres, rng)
+        ]
+    else:
+        seeds = _kmeans_plusplus_indices(rows, weights, n_centres, rng)
+    centres = rows[np.sort(seeds)].astype(np.float64)
+    n_rows, n_features = rows.shape
+    # The rows with a column of ones, in float64: [x, 1] . [-2 c, |c|^2] is
+    # |x - c|^2 - |x|^2 (constant per row, so the argmin is the nearest
+    # centre's) in one GEMM, without elementwise passes over the distances.
+    lifted = np.empty((n_rows, n_features + 1))
+    lifted[:, :n_features] = rows
+    lifted[:, n_features] = 1.0
+    rows64 = lifted[:, :n_features]
     for _ in range(n_steps):
-        centre_norms = np.einsum("ij,ij->i", centres, centres)
-        labels = np.empty(rows.shape[0], dtype=np.intp)
-        for batch in row_blocks(rows64, 8 * centres.shape[0]):
-            # |x|^2 is constant per row: the argmin needs |c|^2 - 2 x.c only.
-            distance = rows64[batch] @ centres.T
-            distance *= -2.0
-            distance += centre_norms
-            labels[batch] = np.argmin(distance, axis=1)
+        targets = np.empty((centres.shape[0], n_features + 1))
+        targets[:, :n_features] = -2.0 * centres
+        targets[:, n_features] = np.einsum("ij,ij->i", centres, centres)
+        labels = np.empty(n_rows, dtype=np.intp)
+        for start in range(0, n_rows, _LLOYD_BLOCK_ROWS):
+            batch = slice(start, start + _LLOYD_BLOCK_ROWS)
+            labels[batch] = np.argmin(lifted[batch] @ targets.T, axis=1)
         mass = np.bincount(labels, weights=weights, minlength=centres.shape[0])
         # Weighted cluster sums as one sparse (clusters x rows) product.
         membership = sparse.csr_matrix(
-            (weights, (labels, np.arange(rows.shape[0]))),
-            shape=(centres.shape[0], rows.shape[0]),
+            (weights, (labels, np.arange(n_rows))),
+            shape=(centres.shape[0], n_rows),
         )
         sums = np.asarray(membership @ rows64)
         moved = mass > 0
