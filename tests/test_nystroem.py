@@ -247,3 +247,31 @@ def test_bad_input_raises():
     fitted = NystroemFeatures(n_components=5).fit(X)
     with pytest.raises(ValueError, match="features"):
         fitted.transform(X[:, :3])
+
+
+def test_kmeans_seeds_from_a_draw_in_any_order():
+    # With more than 8 rows per centre the k-means++ seeds come from a weighted
+    # draw of 8 rows per centre (by the rows' stable keys): integer weights
+    # still equal repeated rows, in any order, and the Lloyd steps still see
+    # every row (a centre is a mean of rows outside the draw too).
+    rng = np.random.RandomState(0)
+    X = _data(n=400)
+    weights = rng.randint(0, 3, size=400)
+    repeated = np.repeat(X, weights, axis=0)
+    order = rng.permutation(repeated.shape[0])
+    params = dict(n_components=10, centres="kmeans", random_state=3)
+    weighted = NystroemFeatures(**params).fit(X, sample_weight=weights)
+    copies = NystroemFeatures(**params).fit(repeated[order])
+    np.testing.assert_allclose(weighted.components_, copies.components_)
+    # Each centre is the weighted mean of its nearest rows among all of them.
+    centres = weighted.components_
+    nearest = np.argmin(
+        ((X[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2), axis=1
+    )
+    kept = weights > 0
+    for k in range(len(centres)):
+        members = kept & (nearest == k)
+        if members.any():
+            mean = np.average(X[members], axis=0, weights=weights[members])
+            # five Lloyd steps: near the fixed point, not at it
+            assert np.linalg.norm(mean - centres[k]) < 0.25  # (0.12; data 2.2)
