@@ -7,7 +7,7 @@ from sklearn.datasets import make_classification
 
 from sklmargin import KernelMarginSoftmaxClassifier
 from sklmargin.features import _memory
-from sklmargin.features._kernel_features import auto_n_components
+from sklmargin.features._kernel_features import KernelFeatures, auto_n_components
 
 
 def _data(n=600, seed=0):
@@ -88,6 +88,20 @@ def test_sparse_rows_count_their_dense_copy(monkeypatch):
         KernelMarginSoftmaxClassifier(n_components=41, metric=None).fit(wide, y)
     # Without the dense copy the same width would have passed the check.
     assert _memory.fit_bytes(n, 41, 8) < _memory.MEMORY_BUDGET
+    # The width path densifies too: refused before it does, when the copy
+    # cannot fit (no sparse matrix reaches the densifying step).
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", _memory.fit_bytes(n, 40, 8))
+    densified = []
+    original = KernelFeatures.rows
+
+    def recording(self, X, dtype, xp=None):
+        densified.append(sparse.issparse(X))
+        return original(self, X, dtype) if xp is None else original(self, X, dtype, xp)
+
+    monkeypatch.setattr(KernelFeatures, "rows", recording)
+    with pytest.raises(ValueError, match="sparse rows densified"):
+        KernelMarginSoftmaxClassifier(n_components="path", metric=None).fit(wide, y)
+    assert not any(densified)
 
 
 def test_not_even_one_component_is_refused(monkeypatch):

@@ -427,6 +427,9 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     kernel = estimator._kernel_features()
     n_samples = X.shape[0]
     dtype = kernel.dtype(n_samples, numpy_dtype(X.dtype))
+    # Sparse rows are densified below: refused first (naming that copy) when
+    # not even it and one component fit.
+    check_fit_memory(n_samples, 1, dtype.itemsize, *kernel._memory_terms(X), X=X)
     rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
     weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
     gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
