@@ -201,11 +201,8 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
     n_centres`` of them, drawn in proportion to weight by their stable keys
     (the seeding makes one pass over its rows per centre, which on large data
     costs more than the map); the Lloyd steps then move the seeds over all
-    rows. Each Lloyd step assigns every row to its nearest centre (blocked GEMM
-    distances) and moves each centre to the weighted mean
-    :math:`c_k = \sum_{i \in k} w_i x_i / \sum_{i \in k} w_i` of its rows; a centre
-    that loses all its rows stays where it is. k-means centres minimise a bound on
-    the Nyström error (Zhang, Tsang & Kwok 2008).
+    rows (:func:`lloyd_steps`). k-means centres minimise a bound on the Nyström
+    error (Zhang, Tsang & Kwok 2008).
 
     Parameters
     ----------
@@ -230,7 +227,32 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
         ]
     else:
         seeds = _kmeans_plusplus_indices(rows, weights, n_centres, rng)
-    centres = rows[np.sort(seeds)].astype(np.float64)
+    centres = lloyd_steps(rows, weights, rows[np.sort(seeds)], n_steps)
+    return centres.astype(rows.dtype, copy=False)
+
+
+def lloyd_steps(rows, weights, centres, n_steps):
+    r"""Move ``centres`` by ``n_steps`` weighted Lloyd steps over all ``rows``.
+
+    Each step assigns every row to its nearest centre and moves each centre to
+    the weighted mean :math:`c_k = \sum_{i \in k} w_i x_i / \sum_{i \in k} w_i`
+    of its rows; a centre that loses all its rows stays where it is. Stops
+    early at a fixed point.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_features)
+    weights : ndarray of shape (n_rows,)
+        Positive weights.
+    centres : ndarray of shape (n_centres, n_features)
+        The starting centres.
+    n_steps : int
+
+    Returns
+    -------
+    ndarray of shape (n_centres, n_features), float64
+    """
+    centres = np.array(centres, dtype=np.float64)
     n_rows, n_features = rows.shape
     # The rows with a column of ones, in float64: [x, 1] . [-2 c, |c|^2] is
     # |x - c|^2 - |x|^2 (constant per row, so the argmin is the nearest
@@ -238,7 +260,6 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
     lifted = np.empty((n_rows, n_features + 1))
     lifted[:, :n_features] = rows
     lifted[:, n_features] = 1.0
-    rows64 = lifted[:, :n_features]
     for _ in range(n_steps):
         targets = np.empty((centres.shape[0], n_features + 1))
         targets[:, :n_features] = -2.0 * centres
@@ -253,14 +274,15 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
             (weights, (labels, np.arange(n_rows))),
             shape=(centres.shape[0], n_rows),
         )
-        sums = np.asarray(membership @ rows64)
+        # (on the contiguous lifted rows: a column slice would be copied)
+        sums = np.asarray(membership @ lifted)[:, :n_features]
         moved = mass > 0
         new_centres = centres.copy()
         new_centres[moved] = sums[moved] / mass[moved, None]
         if np.array_equal(new_centres, centres):
             break
         centres = new_centres
-    return centres.astype(rows.dtype, copy=False)
+    return centres
 
 
 def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
