@@ -35,7 +35,7 @@ from sklearn.utils import check_random_state
 from .._utils.array_api import NUMPY, numpy_dtype
 from ._fourier import RandomFourierFeatures
 from ._gamma import scale_gamma
-from ._memory import check_fit_memory, widest_width
+from ._memory import check_fit_memory, memory_budget, widest_width
 from ._nystroem import NystroemFeatures
 
 #: compute_dtype="auto" computes in float32 from this many mapped entries on.
@@ -133,7 +133,7 @@ random_state
         self.metric = metric
         self.random_state = random_state
 
-    def width(self, n_samples, input_dtype=np.float64, X=None):
+    def width(self, n_samples, input_dtype=np.float64, X=None, budget=None):
         """Return the map's width for ``n_samples`` rows (``n_components``).
 
         An integer is itself. ``"auto"`` is :func:`auto_n_components`, lowered
@@ -143,12 +143,15 @@ random_state
         whether the host's memory or an accelerator's): the rule binds
         until the mapped rows of 1,500 centres fill half the free memory
         (about 2 million rows per 24 GiB in float32), the budget beyond.
+        ``budget``: bytes, read by the caller (None: read here).
         """
         rule = resolve_n_components(self.n_components, n_samples)
         if self.n_components not in ("auto", "path"):
             return rule
         itemsize = self.dtype(n_samples, input_dtype).itemsize
-        widest = widest_width(n_samples, itemsize, *self._memory_terms(X), X=X)
+        widest = widest_width(
+            n_samples, itemsize, *self._memory_terms(X), budget=budget, X=X
+        )
         return int(max(1, min(rule, widest)))
 
     def _memory_terms(self, X=None):
@@ -224,11 +227,19 @@ random_state
         """
         n_samples = X.shape[0]
         self.dtype_ = self.dtype(n_samples, numpy_dtype(X.dtype))
-        width = self.width(n_samples, numpy_dtype(X.dtype), X)
+        # The free memory read once: the width "auto" chooses in it is the
+        # width the check below accepts.
+        budget = memory_budget(X)
+        width = self.width(n_samples, numpy_dtype(X.dtype), X, budget)
         # Refused before anything n x M is allocated (a ValueError naming
         # the sizes), not an out-of-memory crash.
         check_fit_memory(
-            n_samples, width, self.dtype_.itemsize, *self._memory_terms(X), X=X
+            n_samples,
+            width,
+            self.dtype_.itemsize,
+            *self._memory_terms(X),
+            X=X,
+            budget=budget,
         )
         X = self.rows(X, self.dtype_, xp)
         gamma = self.map_gamma(lambda: scale_gamma(X, sample_weight))

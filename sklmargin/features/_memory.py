@@ -169,14 +169,17 @@ def _mib(size):
 
 def check_fit_memory(
     n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0,
-    X=None,
+    X=None, budget=None,
 ):  # fmt: skip
     """Raise a ValueError naming the sizes when a fit would exceed the budget.
 
     Called before the fit allocates its mapped rows or factors its centres;
-    ``X``, the training rows, says which memory (host or accelerator).
+    ``X``, the training rows, says which memory (host or accelerator);
+    ``budget``, when given, is the budget the caller chose its width in (the
+    free memory is read once per fit, so a width "auto" chose is not refused
+    by a second, lower reading).
     """
-    budget = memory_budget(X)
+    budget = memory_budget(X) if budget is None else budget
     terms = (whitening, factor_rows, dense_columns)
     need = fit_bytes(n_samples, width, itemsize, *terms)
     if need <= budget:
@@ -197,6 +200,12 @@ def check_fit_memory(
         f"{int(itemsize)} bytes needs {_mib(need)} (the mapped rows "
         f"{_mib(int(n_samples) * int(width) * int(itemsize))}"
         + (f", the {int(width)} x {int(width)} whitening" if whitening else "")
+        + (
+            f", the {int(n_samples)} x {int(width)} float64 Cholesky factor of "
+            "the centre selection"
+            if factor_rows
+            else ""
+        )
         + (
             f", the sparse rows densified for the map ({int(n_samples)} x "
             f"{int(dense_columns)}: {_mib(dense)})"

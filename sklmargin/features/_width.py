@@ -44,7 +44,7 @@ from scipy.linalg.lapack import dpstrf
 from .._utils.array_api import NUMPY, row_blocks
 from ._centres import race_order
 from ._kernel_block import rbf_kernel_block
-from ._memory import check_fit_memory, widest_width
+from ._memory import check_fit_memory, memory_budget, widest_width
 from ._row_keys import distinct_row_hashes, mix64
 
 #: The path's first width (all distinct training rows when there are fewer).
@@ -85,9 +85,9 @@ PATH_COPIES = 3
 _HELD_OUT_SALT = np.uint64(0xB7E151628AED2A6A)
 
 
-def widest_path(n_samples, itemsize):
+def widest_path(n_samples, itemsize, budget=None):
     """Return the widest path the budget holds (:data:`PATH_COPIES` mapped rows)."""
-    return widest_width(n_samples, PATH_COPIES * itemsize)
+    return widest_width(n_samples, PATH_COPIES * itemsize, budget=budget)
 
 
 def held_out_rows(keys, n_held):
@@ -114,6 +114,7 @@ class NestedNystroem:
         self.gamma = float(gamma)
         self.dtype = np.dtype(dtype)
         self.offset = self.candidates.mean(axis=0)
+        self.centred = self.candidates - self.offset  # (the map's own centring)
         self.kept = np.zeros(0, dtype=np.intp)  # candidate indices, in order
         self.lower = np.zeros((0, 0))  # L of the kept centres (float64)
         self.taken = 0  # candidates examined
@@ -139,11 +140,10 @@ class NestedNystroem:
             return features
         self.taken = stop
         block = np.arange(start, stop)
-        centred = self.candidates - self.offset
-        new = centred[block]
+        new = self.centred[block]
         inner = rbf_kernel_block(new, new, self.gamma)
         if old:
-            cross = rbf_kernel_block(centred[self.kept], new, self.gamma)
+            cross = rbf_kernel_block(self.centred[self.kept], new, self.gamma)
             coupling = solve_triangular(self.lower, cross, lower=True)
             inner -= coupling.T @ coupling
         else:
@@ -341,9 +341,11 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
         # to hold some out: the caller's own width.
         return None
     order = index[race_order(distinct_weights, rng, hashes["order"])]
-    cap = int(min(len(order), widest_path(n_samples, dtype.itemsize)))
+    # One read of the budget for the cap and the refusal (free memory moves).
+    budget = memory_budget()
+    cap = int(min(len(order), widest_path(n_samples, dtype.itemsize, budget)))
     if cap < 1:  # not even one feature fits: refused, naming the sizes
-        check_fit_memory(n_samples, 1, PATH_COPIES * dtype.itemsize)
+        check_fit_memory(n_samples, 1, PATH_COPIES * dtype.itemsize, budget=budget)
     path = {"widths": [], "scores": [], "n_iter": [], "held_out": int(len(held))}
     nested = NestedNystroem(X[order[: max(1, cap)]], gamma, dtype)
     # Rows in the order [training part, held-out part] (a copy of the rows).
