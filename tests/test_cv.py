@@ -798,3 +798,15 @@ def test_groups_reach_a_group_aware_splitter(make):
         warnings.filterwarnings("ignore", "The groups parameter", UserWarning)
         plain = make(3).fit(X, y, groups=groups)
     np.testing.assert_array_equal(plain.scores_, make(3).fit(X, y).scores_)
+
+
+def test_sv_softmax_path_fits_its_first_point():
+    # t > 1 makes the loss SV-Softmax, whose state rounds a start probe would
+    # skip: the probe (its tolerance 1e300) stalled at the cold start, and the
+    # first real point, a warm start at the same value, was taken as
+    # converged with 0 iterations and scored on the unfitted start.
+    X, y = make_classification(
+        n_samples=300, n_features=8, n_informative=5, n_classes=3, random_state=0
+    )
+    search = MarginSoftmaxClassifierCV(t=1.5, cv=2, ss=[10, 20, 40]).fit(X, y)
+    assert (search.n_iter_[..., 0] > 0).all()

@@ -44,6 +44,7 @@ from .._utils.array_api import (
 )
 from ..estimators._fit_path import fit_path
 from ..losses._registry import get_margin
+from ..losses._support_vectors import with_support_vectors
 
 
 class PathGrid(NamedTuple):
@@ -227,7 +228,9 @@ def probes_start(estimator, min_tol):
     """
     if min_tol is None or estimator.tol <= min_tol:
         return False
-    margin = get_margin(estimator.loss)
+    # The estimator's margin as its fit builds it: t > 1 makes any loss
+    # SV-Softmax, whose state rounds the registry's margin does not have.
+    margin = with_support_vectors(get_margin(estimator.loss), estimator.t)
     return not (
         margin.uses_lambda or margin.stateful or margin.start == "softmax-solution"
     )
