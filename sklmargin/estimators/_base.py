@@ -139,7 +139,8 @@ class BaseMarginSoftmax(
     #: (:func:`~sklmargin.solver._sphere.sphere_scaling`): fits decided by the data,
     #: not by round-off (measured on the benchmarks page, "Label stability").
     _sphere_scaled_solver = True
-    #: Curvature pairs of the plain L-BFGS runs (None: scipy's 10).
+    #: Curvature pairs of the plain L-BFGS runs of the lambda stages and the
+    #: final run (None: scipy's 10); SV-Softmax's state rounds keep 10.
     _solver_memory = None
     #: Whether ``s=None`` is resolved from the training rows
     #: (:func:`~sklmargin.estimators._scale.resolve_scale`) for the losses
@@ -441,8 +442,8 @@ class BaseMarginSoftmax(
             lambdas=lambdas,
             max_iter=self.max_iter,
             # dloss/dcos = s (p - y): the gradient is proportional to the logit
-            # scale, so the tolerance is too; tol then means the same at every s
-            # (measured: at s=30, tol*s stops where accuracy has saturated).
+            # scale, so the tolerance is too (gradient_tol: tol * s, or
+            # tol * s_0 for a raised scale whose margin follows it).
             tol=gradient_tol(self, margin, objective.m, s),
             warm=warm,
             verbose=self.verbose,

@@ -299,7 +299,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     # labels stable under a last-bit change of the rows at a comparable cost
     # (the benchmarks page, "Label stability").
     _sphere_scaled_solver = False
-    # The plain run keeps 50 curvature pairs (scipy's default is 10). Over
+    # The plain run (not SV-Softmax's state rounds) keeps 50 curvature pairs
+    # (scipy's default is 10). Over
     # 1000-1500 kernel features the objective is flat along many directions;
     # with 10 pairs L-BFGS stopped, at tol, somewhere along them that a
     # last-bit change of the rows decided, and test labels moved with it even

@@ -34,6 +34,9 @@ _FTOL = 64 * np.finfo(np.float64).eps
 # precision). Beyond it the stop is a stall (e.g. L-Softmax prototypes
 # collapsing onto the cone point w_j = 0), reported as not converged.
 _STALL_FACTOR = 10.0
+# Relative change of the objective below which two state rounds' values are
+# the same (SV-Softmax): the rounds' acceptance and the warm refit's stall test.
+_SAME_VALUE = 1e-12
 
 # Fractions of a state round's step tried on the exact objective: where a state
 # entry flipped, the full step can raise it while a shorter one still lowers it.
@@ -184,7 +187,7 @@ def lbfgs(
     # L-BFGS-B's message is a str in every supported scipy (bytes before 1.6)
     return SolverResult(
         result.x, int(result.nit), converged, result.message, max_abs_grad,
-        n_eval=int(getattr(result, "nfev", 1)),
+        n_eval=int(result.nfev),
     )  # fmt: skip
 
 
@@ -379,7 +382,7 @@ def state_rounds(
     # The same point up to the round-off of storing it as coef_ and intercept_
     # and reading it back (1 ulp of the value under some BLAS kernels): the
     # rounds' own acceptance threshold decides "the same".
-    if stalled_at is not None and abs(best_value - stalled_at) <= 1e-12 * abs(
+    if stalled_at is not None and abs(best_value - stalled_at) <= _SAME_VALUE * abs(
         stalled_at
     ):
         message = "the previous fit's last state round from here found no decrease"
@@ -414,7 +417,7 @@ def state_rounds(
             candidate = best_params + fraction * step if fraction < 1 else result.params
             value, new_state = objective.value_and_state(candidate, lam=lam)
             # A relative threshold keeps the decision identical under round-off.
-            if value < best_value - 1e-12 * abs(best_value):
+            if value < best_value - _SAME_VALUE * abs(best_value):
                 break
         else:
             stalled = best_value

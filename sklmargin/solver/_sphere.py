@@ -91,7 +91,7 @@ def scaled_problem(fun, scale, last=None):
     The chain rule of ``x = scale * z``. ``last`` (a dict), when given, keeps
     the latest ``z``, its value and its gradient, and answers a call at that
     same ``z`` from them: scipy evaluates its start once more after
-    :func:`_scaled_lbfgs` has tested it. ``z`` is kept by reference: scipy
+    :func:`scaled_lbfgs` has tested it. ``z`` is kept by reference: scipy
     hands ``fun`` a copy of its iterate (which L-BFGS-B updates in place), so
     no second copy per evaluation.
     """
@@ -127,7 +127,7 @@ def scaled_lbfgs(fun, x0, scale, stationarity, *, tol, options, log=None):
         # it is in the plain run: no line search is spent moving it.
         result = OptimizeResult(
             x=np.array(x0, dtype=np.float64), fun=value0, jac=grad0,
-            nit=0, status=0, success=True, message=_SPHERE_CONVERGED,
+            nit=0, nfev=1, status=0, success=True, message=_SPHERE_CONVERGED,
         )  # fmt: skip
         return result, size0
 
