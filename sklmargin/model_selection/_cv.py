@@ -133,6 +133,7 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     # A search whose saved state has no path_tol (saved before the parameter
     # existed) fitted every path point at the full tol.
     _legacy_params = {"path_tol": lambda state: None}
+    _tries_margin_zero = True
 
     def __init__(
         self,

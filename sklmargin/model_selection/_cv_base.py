@@ -11,7 +11,8 @@ few cold fits. Each fold, at each kernel width, is one joblib job
 The out-of-fold margin-free logits at the chosen point fit a temperature
 :math:`T` (:mod:`sklmargin.model_selection._calibration`); where the paths
 stopped at a looser tolerance than ``tol``, each fold's model at the chosen
-point is first fitted on to ``tol`` (:meth:`_finish_chosen`), so that the
+point is first fitted on to ``tol``
+(:func:`~sklmargin.model_selection._cv_path.finish_chosen_folds`), so that the
 temperature is fitted on models of the kind the refit gives:
 :meth:`predict_proba` is :math:`\mathrm{softmax}(z/T)`, while
 :meth:`decision_function` and :meth:`predict` stay those of the model.
@@ -32,6 +33,7 @@ import copy
 from numbers import Integral
 
 import numpy as np
+from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
@@ -71,6 +73,28 @@ from ._cv_results import cv_results, first_best, on_device, searched, shaped
 from ._edges import fold_scores_near, warn_grid_edges
 
 
+def clearly_positive(gains, level=0.05):
+    """Whether paired gains are positive by a one-sided t-test at ``level``.
+
+    ``gains`` are the per-fold differences of two models' held-out scores.
+    The mean gain must exceed ``t_{1 - level, k - 1}`` standard errors
+    (2.13 for 5 folds): a single fold's luck on a small set does not
+    replace a default. Constant positive gains pass; fewer than two do not.
+    """
+    gains = np.asarray(gains, dtype=float)
+    if gains.size < 2 or gains.mean() <= 0:
+        return False
+    error = gains.std(ddof=1) / np.sqrt(gains.size)
+    return bool(gains.mean() > stats.t.ppf(1 - level, gains.size - 1) * error)
+
+
+#: Iterations of the probe at ``m = 0`` (:meth:`_probe_no_margin`): where a
+#: margin costs accuracy the margin-free model gains within a few
+#: iterations of the margin's solution; where it helps, the probe rarely
+#: catches up even when fitted to the end, and a full fit can take hundreds.
+_MARGIN_PROBE_ITER = 10
+
+
 class _BaseMarginSoftmaxCV(
     LegacyStateMixin,
     DocLinkMixin,
@@ -107,6 +131,10 @@ class _BaseMarginSoftmaxCV(
         "refit": ["boolean"],
         "verbose": ["verbose"],
     }
+
+    #: Whether a search over the default margins also tries ``m = 0`` at its
+    #: chosen point (:meth:`_tries_no_margin`).
+    _tries_margin_zero = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -296,13 +324,9 @@ class _BaseMarginSoftmaxCV(
         best, head, best_per_fold = self._select(
             grid_points, points, scored, heads, margins, axes
         )
-        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
-        base = self._base_estimator()
-        finished = None
-        if self._finishes_chosen(base):
-            finished = chosen = self._finish_chosen(
-                base.tol, data, folds, points, best_per_fold[0], scored
-            )
+        best, chosen, finished = self._finish_search(
+            best, margins[heads.index(head)], best_per_fold, data, folds, points, scored
+        )
         self.temperature_ = 1.0
         if self.calibrate:
             self.temperature_ = fit_temperature(
@@ -328,7 +352,9 @@ class _BaseMarginSoftmaxCV(
             if self.refit
             else base,
             data, folds, scored, heads, axes,
-            keep_models=self._finishes_chosen(base) or not self.refit,
+            keep_models=self._finishes_chosen(base)
+            or self._tries_no_margin()
+            or not self.refit,
             min_tol=base.tol if self.refit else None,
         )  # fmt: skip
         scores, n_iter, times = (
@@ -371,6 +397,77 @@ class _BaseMarginSoftmaxCV(
             ],
         )
 
+    def _tries_no_margin(self):
+        """Whether the chosen scale is also tried without a margin (``ms=None``).
+
+        Only a refit search over its default margins, which the linear search
+        runs (``_tries_margin_zero``): a margin below its default is then
+        tried at the chosen point, which costs one warm fit per fold, where
+        crossing ``m = 0`` with the whole path would double the search.
+        """
+        return bool(self._tries_margin_zero and self.refit and self.ms is None)
+
+    def _finish_search(self, best, margin, best_per_fold, data, folds, points, scored):
+        """Finish the search: the chosen point and the models for the temperature.
+
+        Returns ``(best, chosen, finished)``: the chosen grid point, each
+        fold's :class:`PathPoint` at it, and those points again when they were
+        fitted on to ``tol`` here (else None; the refit then walks the path).
+        Where the search tries no margin (:meth:`_tries_no_margin`) and the
+        chosen point has one the loss can drop (AM-Softmax and ArcFace at
+        ``m > 0``), :meth:`_probe_no_margin` may choose ``m = 0`` first.
+        """
+        base = self._base_estimator()
+        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        self.margin_check_ = None
+        probed = False
+        if self._tries_no_margin() and best.get("m", 0.0) > 0.0 and _ok(margin, 0.0):
+            best, chosen, probed = self._probe_no_margin(
+                best, chosen, data, folds, scored, base
+            )
+        if not (probed or self._finishes_chosen(base)):
+            return best, chosen, None
+        finished = finish_chosen_folds(
+            [point.model for point in chosen], data, folds, self._scorer(),
+            self.classes_, {"tol": base.tol}, scored, self.n_jobs, self.verbose,
+        )  # fmt: skip
+        return best, finished, finished
+
+    def _probe_no_margin(self, best, chosen, data, folds, scored, base):
+        """Try the chosen scale without a margin: ``(best, chosen, switched)``.
+
+        A margin helps where classes separate with room to spare and costs
+        accuracy on noisy labels (frozen embeddings with a noisy teacher),
+        which the path over ``s`` at one margin cannot tell. So each fold's
+        model at the chosen point is fitted on at ``m = 0`` from its
+        coefficients for at most ``_MARGIN_PROBE_ITER`` iterations (toward
+        ``tol``: at the path's looser tolerance the probe of a many-class
+        embedding often stops before its first step) and scored on its
+        held-out rows. ``m = 0`` is
+        chosen only when its gain over the margin's score, paired by fold,
+        is significant (:func:`clearly_positive`): the searched margin stays
+        on ties and on noise. The probes then continue, with
+        ``max_iter`` restored, as the chosen models (the caller fits them on
+        to ``tol``). Both columns of scores are kept in ``margin_check_``.
+        """
+        probes = finish_chosen_folds(
+            [copy.deepcopy(point.model) for point in chosen], data, folds,
+            self._scorer(), self.classes_,
+            {"m": 0.0, "max_iter": _MARGIN_PROBE_ITER, "tol": base.tol}, scored,
+            self.n_jobs,
+            self.verbose,
+        )  # fmt: skip
+        scores = np.array(
+            [[a.score, b.score] for a, b in zip(chosen, probes, strict=True)]
+        )
+        self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
+        gains = np.diff(scores[scored], axis=1).ravel()
+        if not clearly_positive(gains):
+            return best, chosen, False
+        for point in probes:
+            point.model.set_params(max_iter=base.max_iter)
+        return {**best, "m": 0.0}, probes, True
+
     def _finishes_chosen(self, base):
         """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).
 
@@ -383,8 +480,8 @@ class _BaseMarginSoftmaxCV(
         """Refit on all the rows at the chosen point (``refit=True``).
 
         ``finished`` are the folds' models at the chosen point fitted on to
-        ``tol`` (:meth:`_finish_chosen`), or None: a warm refit starts from
-        their mean, as ``LogisticRegressionCV`` does.
+        ``tol`` (:func:`~._cv_path.finish_chosen_folds`), or None: a warm
+        refit starts from their mean, as ``LogisticRegressionCV`` does.
         """
         X, y, y_encoded, sample_weight = data
         point = searched(best)
@@ -448,19 +545,6 @@ class _BaseMarginSoftmaxCV(
     def _fold_models_chosen(self):
         """Finish the fold models ``refit=False`` keeps (nothing to do here)."""
 
-    def _finish_chosen(self, tol, data, folds, points, best, scored):
-        """Fit the folds' models at the chosen point ``best`` on to ``tol``.
-
-        The temperature must come from models of the refit's kind, not the
-        path's looser ones (:func:`finish_chosen_folds`). Returns each fold's
-        finished :class:`PathPoint`, with its model.
-        """
-        models = [points[f][best].model for f in range(len(folds))]
-        return finish_chosen_folds(
-            models, data, folds, self._scorer(), self.classes_, tol, scored,
-            self.n_jobs, self.verbose,
-        )  # fmt: skip
-
     def _fit_folds(
         self, base, data, folds, scored, heads, axes, keep_models=False, min_tol=None
     ):  # fmt: skip
@@ -474,8 +558,9 @@ class _BaseMarginSoftmaxCV(
         job and map axes lead, so the jobs' points in order are the grid's
         points in order. ``data`` is ``(X, y, y_encoded, sample_weight)``;
         ``keep_models`` keeps every point's model (``refit=False`` predicts
-        with them, :meth:`_finish_chosen` continues them); ``min_tol`` the
-        tolerance a path may tighten to (:func:`~._cv_path.path_tolerance`).
+        with them, :func:`~._cv_path.finish_chosen_folds` continues them);
+        ``min_tol`` the tolerance a path may tighten to
+        (:func:`~._cv_path.path_tolerance`).
         """
         job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
@@ -542,7 +627,7 @@ class _BaseMarginSoftmaxCV(
         the chosen point stop at the search's path tolerance
         (:meth:`_path_tol`: the linear search's ``path_tol``), the chosen
         point at ``tol``. Where the folds' chosen models were fitted on to
-        ``tol`` (:meth:`_finish_chosen`), ``start`` is their mean and
+        ``tol`` (:func:`~._cv_path.finish_chosen_folds`), ``start`` is their mean and
         ``steps`` only the chosen value: one warm fit at ``tol``, as
         :class:`~sklearn.linear_model.LogisticRegressionCV` refits from the
         folds' mean coefficients. A kernel model's

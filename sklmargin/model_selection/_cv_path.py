@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.parallel import Parallel, delayed
 
 from .._utils.array_api import (
@@ -305,19 +306,22 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
     return points
 
 
-def finish_fold(models, data, train, test, scorer, classes, tol, scored):
-    """Fit a fold's path models on to ``tol``, warm-started: their PathPoints.
+def finish_fold(models, data, train, test, scorer, classes, step, scored):
+    """Fit a fold's path models on, warm-started, at ``step``: their PathPoints.
 
     ``models`` are the fold's kept path models (``grid.keep_models``) at the
     grid points being finished, fitted at the search's looser path
     tolerance. Each continues from its own coefficients on the fold's
     training rows (cut again, and mapped by ``models[0]``: the linear
-    estimator has no map) until its stop test at ``tol`` holds, which costs
-    a few iterations where the path had already come close. The held-out
-    logits and score are then those of the model a fit at ``tol`` gives, the
-    kind of model the refit ends with. ``data`` is the search's
-    ``(X, y, y_encoded, sample_weight)``; ``scorer`` and ``classes`` those of
-    its :class:`PathGrid`.
+    estimator has no map) with the parameters ``step`` sets:
+    ``{"tol": tol}`` fits it on until its stop test at ``tol`` holds, which
+    costs a few iterations where the path had already come close; the
+    held-out logits and score are then those of the model a fit at ``tol``
+    gives, the kind of model the refit ends with. A step that sets
+    ``max_iter`` is a probe (another margin tried for a few iterations): its
+    ``ConvergenceWarning`` is expected and silenced. ``data`` is the
+    search's ``(X, y, y_encoded, sample_weight)``; ``scorer`` and
+    ``classes`` those of its :class:`PathGrid`.
 
     Returns
     -------
@@ -329,11 +333,14 @@ def finish_fold(models, data, train, test, scorer, classes, tol, scored):
     for model in models:
         start = time.perf_counter()
         model.set_params(warm_start=True)
-        for _ in fit_path(
-            model, rows.X_train, rows.y_train, rows.sw_train, [{"tol": tol}],
-            mapped=rows.premapped, warn_scale=False,
-        ):  # fmt: skip
-            pass
+        with warnings.catch_warnings():
+            if "max_iter" in step:
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            for _ in fit_path(
+                model, rows.X_train, rows.y_train, rows.sw_train, [step],
+                mapped=rows.premapped, warn_scale=False,
+            ):  # fmt: skip
+                pass
         fit_time = time.perf_counter() - start
         logits = full_class_logits(
             held_out_logits(model, rows.features_test), model.classes_, classes
@@ -345,9 +352,9 @@ def finish_fold(models, data, train, test, scorer, classes, tol, scored):
 
 
 def finish_chosen_folds(
-    models, data, folds, scorer, classes, tol, scored, n_jobs, verbose
+    models, data, folds, scorer, classes, step, scored, n_jobs, verbose
 ):  # fmt: skip
-    """Fit each fold's model at the chosen point on to ``tol``, as joblib jobs.
+    """Fit each fold's model at the chosen point on at ``step``, as joblib jobs.
 
     The path's fits stop at the looser ``path_tol``; the refit's chosen
     point, the model the user gets, is fitted to ``tol``. The temperature
@@ -355,10 +362,11 @@ def finish_chosen_folds(
     models are less sharp, and a temperature fitted on them
     over-sharpens the final model's probabilities. So each fold's model
     at the chosen point continues, warm-started, until its stop test at
-    ``tol`` holds (:func:`finish_fold`), and its held-out logits replace
-    the path's for the temperature; the refit starts from their mean.
-    (Finishing the three best points and choosing again among them was
-    measured and not kept: twice the cost, no better choice.)
+    ``tol`` holds (``step={"tol": tol}``, :func:`finish_fold`), and its
+    held-out logits replace the path's for the temperature; the refit
+    starts from their mean. (Finishing the three best points and choosing
+    again among them was measured and not kept: twice the cost, no better
+    choice.) The same jobs probe another margin at the chosen point.
 
     Returns
     -------
@@ -367,7 +375,7 @@ def finish_chosen_folds(
     """
     jobs = [
         delayed(finish_fold)(
-            [model], data, train, test, scorer, classes, tol, scored[f]
+            [model], data, train, test, scorer, classes, step, scored[f]
         )  # fmt: skip
         for f, ((train, test), model) in enumerate(zip(folds, models, strict=True))
     ]
