@@ -37,7 +37,8 @@ from sklmargin.model_selection._calibration import (
 # Small grids, 2-3 folds and tol=1e-3 keep the suite fast (the sparse checks
 # alone fit every sparse format: 4-5 times faster than at tol=1e-4).
 CONFORMANCE_CONFIGS = [
-    MarginSoftmaxClassifierCV(ss=[10.0, 30.0], ms=[0.05], cv=3, tol=1e-3),
+    # ms=None: the default margin, then its probe at m = 0 (margin_check_).
+    MarginSoftmaxClassifierCV(ss=[10.0, 30.0], cv=3, tol=1e-3),
     MarginSoftmaxClassifierCV(loss="softmax", Cs=[0.1, 1.0], cv=3, tol=1e-3),
     MarginSoftmaxClassifierCV(
         ss=[10.0, 30.0], ms=[0.0, 0.05], cv=2, refit=False, tol=1e-3
