@@ -5,6 +5,8 @@ Written once and filled into each class's docstring (the placeholder
 parameter in full, as the CV estimators' shared descriptions are.
 """
 
+from .._utils.docstrings import fill_docstring
+
 #: The ``max_iter`` description both estimators share, filled into their
 #: docstrings where they say ``MAX_ITER`` (:func:`fill_shared_docs`).
 MAX_ITER_DOC = """\
@@ -21,7 +23,5 @@ MAX_ITER_DOC = """\
 
 
 def fill_shared_docs(cls):
-    """Write :data:`MAX_ITER_DOC` into ``cls.__doc__`` (absent under ``-OO``)."""
-    if cls.__doc__ is not None:
-        cls.__doc__ = cls.__doc__.replace("    MAX_ITER\n", MAX_ITER_DOC)
-    return cls
+    """Write :data:`MAX_ITER_DOC` into ``cls.__doc__``."""
+    return fill_docstring(cls, MAX_ITER=MAX_ITER_DOC)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from .._utils.docstrings import fill_docstring
 from ..losses._registry import loss_table_text
 from ._base import BaseMarginSoftmax
 from ._docs import fill_shared_docs
@@ -225,6 +226,7 @@ class MarginSoftmaxClassifier(BaseMarginSoftmax):
 
 
 # The table of losses in the docstring is the registry's (one row per loss).
-MarginSoftmaxClassifier.__doc__ = MarginSoftmaxClassifier.__doc__.replace(
-    "    LOSS_TABLE\n", textwrap.indent(loss_table_text(), "    ") + "\n"
+fill_docstring(
+    MarginSoftmaxClassifier,
+    LOSS_TABLE=textwrap.indent(loss_table_text(), "    ") + "\n",
 )

@@ -5,6 +5,8 @@ Written once and filled into each class's docstring by :func:`fill_docs`
 ``SEARCH_ATTRIBUTES``), so that ``help()`` shows every parameter in full.
 """
 
+from .._utils.docstrings import fill_docstring
+
 SHARED_PARAMS_DOC = """\
     ss : array-like of float, default=None
         The path over the logit scale ``s``, fitted in ascending order with warm
@@ -124,9 +126,9 @@ ATTRIBUTES_DOC = """\
 
 def fill_docs(cls, params_doc):
     """Write the descriptions the two searches share into ``cls.__doc__``."""
-    for key, text in (
-        ("SHARED_PARAMETERS", params_doc),
-        ("RUN_PARAMETERS", RUN_PARAMS_DOC),
-        ("SEARCH_ATTRIBUTES", ATTRIBUTES_DOC),
-    ):
-        cls.__doc__ = cls.__doc__.replace(f"    {key}\n", text)
+    return fill_docstring(
+        cls,
+        SHARED_PARAMETERS=params_doc,
+        RUN_PARAMETERS=RUN_PARAMS_DOC,
+        SEARCH_ATTRIBUTES=ATTRIBUTES_DOC,
+    )
