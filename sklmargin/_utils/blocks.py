@@ -14,6 +14,11 @@ from __future__ import annotations
 BLOCK_BYTES = 32 * 2**20
 
 
-def rows_per_block(row_bytes: int) -> int:
-    """Return how many rows of ``row_bytes`` temporary bytes fit the budget (>= 1)."""
-    return max(1, BLOCK_BYTES // max(1, int(row_bytes)))
+def rows_per_block(row_bytes: int, budget: int | None = None) -> int:
+    """Return how many rows of ``row_bytes`` bytes fit ``budget`` (>= 1).
+
+    ``budget`` defaults to :data:`BLOCK_BYTES` (read at call time, so that
+    tests can shrink it).
+    """
+    budget = BLOCK_BYTES if budget is None else budget
+    return max(1, int(budget // max(1, int(row_bytes))))

@@ -11,8 +11,8 @@ that the budget grows with the machine. A width beyond the budget is refused
 before anything is allocated (:func:`check_fit_memory`: a ``ValueError``
 naming the sizes) instead of an out-of-memory crash or swap, and
 ``n_components="auto"`` never asks for more than the budget holds
-(:func:`widest_width`). Predict maps its rows in blocks of
-:func:`predict_rows_per_block` rows.
+(:func:`widest_width`). Predict maps its rows in blocks of at most
+:data:`PREDICT_BLOCK_BYTES` of features (:func:`in_row_blocks`).
 
 Override the budget with :data:`MEMORY_BUDGET` (bytes, this module) or the
 environment variable ``SKLMARGIN_MEMORY_BUDGET`` (bytes; the module setting
@@ -222,20 +222,15 @@ def check_fit_memory(
     )
 
 
-def predict_rows_per_block(width, itemsize):
-    """Rows predict maps at once: :data:`PREDICT_BLOCK_BYTES` of mapped rows (>= 1)."""
-    return max(1, int(PREDICT_BLOCK_BYTES // max(1, int(width) * int(itemsize))))
-
-
 def in_row_blocks(logits_of, X, width, itemsize):
     """``logits_of(X)`` computed on row blocks whose mapped rows stay bounded.
 
     Each block maps at most :data:`PREDICT_BLOCK_BYTES` of features
-    (:func:`predict_rows_per_block`): a predict on many rows never holds all
+    (``width * itemsize`` bytes a row): a predict on many rows never holds all
     of them mapped. Every step of a prediction is per row, so the blocks
     change nothing but the memory.
     """
-    block = predict_rows_per_block(width, itemsize)
+    block = blocks.rows_per_block(int(width) * int(itemsize), PREDICT_BLOCK_BYTES)
     n_rows = X.shape[0]
     if n_rows <= block:
         return logits_of(X)
