@@ -52,6 +52,17 @@ def _is_host(array):
     )
 
 
+def has_bit_views(X):
+    """Whether ``X`` is a torch or CuPy array (whose ``view`` reinterprets bits).
+
+    The array API standard has no bit cast; these two libraries' arrays take
+    ``view(int64)`` of float64 data, which row hashing on a device needs.
+    """
+    if _is_host(X):
+        return False
+    return bool(array_api_compat.is_torch_array(X) or array_api_compat.is_cupy_array(X))
+
+
 def is_dask(X):
     """Whether ``X`` is a Dask collection, told without importing Dask.
 

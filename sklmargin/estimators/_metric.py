@@ -44,7 +44,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import is_dask, row_blocks, to_numpy
+from .._utils.array_api import has_bit_views, is_dask, row_blocks, to_numpy
 from .._utils.validation import FeatureScaleWarning
 from ..features._input_transform import apply_input_transform
 
@@ -148,7 +148,9 @@ def _content_order(order, priority, take):
 def training_row_keys(X):
     """Stable keys of the rows of ``X`` (NumPy dense or CSR, Dask, array API).
 
-    Computed in row blocks (a dense copy of a block at most), on the host.
+    Computed in row blocks (a dense copy of a block at most): torch and CuPy
+    blocks on their device (only the keys come to the host), others on the
+    host.
     """
     from ..features._row_keys import stable_row_keys
 
@@ -161,7 +163,8 @@ def training_row_keys(X):
     keys = np.empty(X.shape[0], dtype=np.uint64)
     for rows in row_blocks(X, 8 * X.shape[1]):
         # Sparse blocks densified; the standard indexes every axis: (rows, ...).
-        part = X[rows].toarray() if sparse.issparse(X) else to_numpy(X[rows, ...])
+        part = X[rows].toarray() if sparse.issparse(X) else X[rows, ...]
+        part = part if has_bit_views(part) else to_numpy(part)
         keys[rows] = stable_row_keys(part)
     return keys
 

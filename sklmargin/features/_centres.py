@@ -443,7 +443,7 @@ def choose_centres(
     return selector(rows_at(pool), weights[pool], n_centres, gamma, rng), True
 
 
-def select_centres(X, sample_weight, n_centres, gamma, method, rng):
+def select_centres(X, sample_weight, n_centres, gamma, method, rng, hashes=None):
     """Choose at most ``n_centres`` Nyström centres among the rows of ``X``.
 
     Parameters
@@ -460,6 +460,9 @@ def select_centres(X, sample_weight, n_centres, gamma, method, rng):
         Selector, see :data:`CENTRE_SELECTORS`.
     rng : numpy.random.RandomState
         Source of randomness.
+    hashes : ndarray of shape (n_samples,), default=None
+        The rows' hashes (:func:`~sklmargin.features._row_keys.row_hashes`),
+        when computed already (on a device, before its rows' host copy).
 
     Returns
     -------
@@ -467,7 +470,7 @@ def select_centres(X, sample_weight, n_centres, gamma, method, rng):
         In the dtype of ``X``; all distinct positive-weight rows when there are at
         most ``n_centres`` of them.
     """
-    hashes, weights, index = distinct_row_hashes(X, sample_weight)
+    hashes, weights, index = distinct_row_hashes(X, sample_weight, hashes)
     centres, _ = choose_centres(
         hashes, weights, lambda chosen: X[index[chosen]], n_centres, gamma, method, rng
     )

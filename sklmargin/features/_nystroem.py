@@ -39,6 +39,7 @@ from .._utils.doc_link import DocLinkMixin
 from ._centres import CENTRE_SELECTORS, select_centres
 from ._gamma import scale_gamma
 from ._kernel_block import rbf_kernel_block, scaled_squared_distances
+from ._row_keys import row_hashes
 
 __all__ = ["NystroemDescription", "NystroemFeatures"]
 
@@ -295,8 +296,11 @@ class NystroemFeatures(
             The fitted transformer.
         """
         X, sample_weight, xp, device = check_fit_input(self, X, sample_weight)
-        # The centres are chosen among the distinct rows by their hashes, on
-        # the host: a device fit copies X there once (documented).
+        # The centres are chosen among the distinct rows by their hashes:
+        # torch and CuPy rows are hashed where they live (the slow part on
+        # the host), then a device fit copies X to the host once (documented)
+        # for gamma and the selector.
+        hashes = row_hashes(X) if xp is not NUMPY else None
         X = to_numpy(X)
         rng = check_random_state(self.random_state)
 
@@ -308,8 +312,9 @@ class NystroemFeatures(
             self.gamma_ = float(self.gamma)
 
         centres = select_centres(
-            X, sample_weight, int(self.n_components), self.gamma_, self.centres, rng
-        )
+            X, sample_weight, int(self.n_components), self.gamma_, self.centres,
+            rng, hashes=hashes,
+        )  # fmt: skip
         self._fit_centres(centres, X.dtype)
         if xp is not NUMPY:
             move_fitted_arrays(self, _FITTED_ARRAYS, xp, device)
