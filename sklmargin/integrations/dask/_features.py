@@ -37,7 +37,7 @@ import numpy as np
 
 from ...features._centres import choose_centres
 from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
-from ...features._row_keys import distinct_row_hashes
+from ...features._row_keys import distinct_row_hashes, unique_hashes
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
 #: selector (k-means, RPCholesky), which reads every row; beyond, it sees a
@@ -57,7 +57,7 @@ def _distinct_row_weights(source):
     """
     per_chunk = source.per_chunk(distinct_row_hashes)
     hashes, weights, index = zip(*per_chunk, strict=True)
-    merged, inverse = np.unique(np.concatenate(hashes), return_inverse=True)
+    merged, _, inverse = unique_hashes(np.concatenate(hashes))
     weights = np.bincount(inverse.ravel(), np.concatenate(weights), merged.shape[0])
     return merged, weights, list(zip(hashes, index, strict=True))
 
