@@ -242,6 +242,24 @@ def test_fuzz_tool_records_the_array_api_run(tmp_path, monkeypatch, capsys):
     assert "4 fits" in capsys.readouterr().out
 
 
+def test_the_device_benchmark_reports_its_stages_on_torch_cpu(tmp_path, capsys):
+    pytest.importorskip("torch")
+    bench = _benchmark_script("kernel_device")
+    out = tmp_path / "device.jsonl"
+    argv = ["--device", "cpu", "--sizes", "600", "--models", "40", "--warmup", "0"]
+    assert bench.main([*argv, "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (row["n"], row["model"], row["n_components"]) == (600, "40", 40)
+    assert 0 < row["accuracy"] <= 100 and row["evaluations"] >= row["n_iter"] >= 1
+    assert row["floor_s"] == pytest.approx(
+        row["two_gemm_s"] * row["evaluations"], rel=0.01, abs=2e-3
+    )
+    # The stages the fit went through were found in the profile.
+    for stage in ("metric (pilot fits, AGOP)", "row hashes", "solve (L-BFGS)"):
+        assert row["stages_s"][stage] > 0, stage
+    assert json.loads(capsys.readouterr().out) == row
+
+
 def test_every_tool_is_in_the_benchmarks_readme():
     """benchmarks/README.md's table lists exactly the tools in the folder."""
     import re
