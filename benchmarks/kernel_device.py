@@ -22,6 +22,15 @@ Usage::
 
 A model is ``default`` (``KernelMarginSoftmaxClassifier()``), ``path``
 (``n_components="path"``: the width the data choose) or an integer width.
+
+Reading the stages: cProfile times the host. Device work is queued
+asynchronously and is charged to whatever next waits for it (a copy to the
+host, the solver's callback), so on a GPU the stages say where the host
+waits, not where the device computes. The stages nest: "scipy L-BFGS-B
+core" includes the metric's pilot fits as well as the final solve. Each size
+and model is fitted twice (timed, then profiled) after building up to a
+million rows on one host thread: on a machine lent for minutes, run the
+sizes one command each, with ``--out`` (rows are written as they finish).
 """
 
 from __future__ import annotations

@@ -72,8 +72,8 @@ def scale(X, weights):
     return HELD["g_new"]
 
 
-def select(X, weights, n, gamma, kind, rng):
-    HELD["c_new"] = _select(X, weights, n, gamma, kind, rng)
+def select(X, weights, n, gamma, kind, rng, **kwargs):
+    HELD["c_new"] = _select(X, weights, n, gamma, kind, rng, **kwargs)
     if "c" in STATE["fix"] and "c" in HELD:
         return HELD["c"].copy()
     return HELD["c_new"]

@@ -135,6 +135,8 @@ class _BaseMarginSoftmaxCV(
     #: Whether a search over the default margins also tries ``m = 0`` at its
     #: chosen point (:meth:`_tries_no_margin`).
     _tries_margin_zero = False
+    #: A search saved before the probe without a margin tried nothing.
+    _legacy_fitted = {"margin_check_": lambda state: None}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -415,58 +417,62 @@ class _BaseMarginSoftmaxCV(
         fitted on to ``tol`` here (else None; the refit then walks the path).
         Where the search tries no margin (:meth:`_tries_no_margin`) and the
         chosen point has one the loss can drop (AM-Softmax and ArcFace at
-        ``m > 0``), :meth:`_probe_no_margin` may choose ``m = 0`` first.
+        ``m > 0``), :meth:`_probe_no_margin` may then choose ``m = 0``.
         """
         base = self._base_estimator()
         chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        finished = None
+        if self._finishes_chosen(base):
+            finished = chosen = self._fit_on(chosen, data, folds, scored, tol=base.tol)
         self.margin_check_ = None
-        probed = False
         if self._tries_no_margin() and best.get("m", 0.0) > 0.0 and _ok(margin, 0.0):
-            best, chosen, probed = self._probe_no_margin(
-                best, chosen, data, folds, scored, base
-            )
-        if not (probed or self._finishes_chosen(base)):
-            return best, chosen, None
-        finished = finish_chosen_folds(
-            [point.model for point in chosen], data, folds, self._scorer(),
-            self.classes_, {"tol": base.tol}, scored, self.n_jobs, self.verbose,
+            probes = self._probe_no_margin(best, chosen, data, folds, scored, base)
+            if probes is not None:
+                best = {**best, "m": 0.0}
+                finished = chosen = self._fit_on(
+                    probes, data, folds, scored, tol=base.tol, max_iter=base.max_iter
+                )
+        return best, chosen, finished
+
+    def _fit_on(self, points, data, folds, scored, **step):
+        """Each fold's model of ``points`` fitted on at ``step``: their points.
+
+        :func:`~._cv_path.finish_chosen_folds` with this search's scorer,
+        classes and jobs; the models are fitted in place.
+        """
+        return finish_chosen_folds(
+            [point.model for point in points], data, folds, self._scorer(),
+            self.classes_, step, scored, self.n_jobs, self.verbose,
         )  # fmt: skip
-        return best, finished, finished
 
     def _probe_no_margin(self, best, chosen, data, folds, scored, base):
-        """Try the chosen scale without a margin: ``(best, chosen, switched)``.
+        """Try the chosen scale without a margin: the probes, or None.
 
         A margin helps where classes separate with room to spare and costs
         accuracy on noisy labels (frozen embeddings with a noisy teacher),
-        which the path over ``s`` at one margin cannot tell. So each fold's
-        model at the chosen point is fitted on at ``m = 0`` from its
-        coefficients for at most ``_MARGIN_PROBE_ITER`` iterations (toward
-        ``tol``: at the path's looser tolerance the probe of a many-class
-        embedding often stops before its first step) and scored on its
-        held-out rows. ``m = 0`` is
-        chosen only when its gain over the margin's score, paired by fold,
+        which the path over ``s`` at one margin cannot tell. So a copy of
+        each fold's model at the chosen point (fitted to ``tol``) is fitted on
+        at ``m = 0`` from its coefficients for at most ``_MARGIN_PROBE_ITER``
+        iterations toward ``tol``, and scored on the fold's held-out rows.
+        The probe is never fitted further than the model it is compared with
+        (which is fitted to ``tol``), so a gain is the margin's and not more
+        iterations'. ``m = 0`` is chosen only when its gain, paired by fold,
         is significant (:func:`clearly_positive`): the searched margin stays
-        on ties and on noise. The probes then continue, with
-        ``max_iter`` restored, as the chosen models (the caller fits them on
-        to ``tol``). Both columns of scores are kept in ``margin_check_``.
+        on ties and on noise. Both columns of scores are kept in
+        ``margin_check_``. Returns the probes' points when ``m = 0`` wins
+        (the caller fits them on to ``tol``), else None.
         """
-        probes = finish_chosen_folds(
-            [copy.deepcopy(point.model) for point in chosen], data, folds,
-            self._scorer(), self.classes_,
-            {"m": 0.0, "max_iter": _MARGIN_PROBE_ITER, "tol": base.tol}, scored,
-            self.n_jobs,
-            self.verbose,
+        copies = [point._replace(model=copy.deepcopy(point.model)) for point in chosen]
+        probes = self._fit_on(
+            copies, data, folds, scored, m=0.0, tol=base.tol,
+            max_iter=min(_MARGIN_PROBE_ITER, base.max_iter),
         )  # fmt: skip
         scores = np.array(
             [[a.score, b.score] for a, b in zip(chosen, probes, strict=True)]
         )
         self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
         gains = np.diff(scores[scored], axis=1).ravel()
-        if not clearly_positive(gains):
-            return best, chosen, False
-        for point in probes:
-            point.model.set_params(max_iter=base.max_iter)
-        return {**best, "m": 0.0}, probes, True
+        return probes if clearly_positive(gains) else None
 
     def _finishes_chosen(self, base):
         """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).

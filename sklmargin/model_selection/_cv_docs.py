@@ -20,13 +20,15 @@ SHARED_PARAMS_DOC = """\
         only (0.05 for AM-Softmax and ArcFace, 1.5 for L-Softmax, 2 for
         A-Softmax, none for softmax and NormFace; the scale matters most; the
         registry's grid, ``get_margin(loss).search_grid["m"]``, crosses
-        three). With None the linear search (``refit=True``) then also tries
+        three). With None the linear search (``refit=True``) then probes
         ``m = 0`` at the chosen scale, where a loss allows it: each fold's
-        model there is fitted on without its margin, and the margin that
-        scores higher on the held-out folds is kept (``margin_check_``). A
-        margin helps where classes separate with room to spare and costs
-        accuracy on noisy labels; this check costs one warm fit per fold,
-        crossing ``ms=(0.0, 0.05)`` with the path twice the search.
+        model there is fitted on without its margin for at most 10
+        iterations, and ``m = 0`` replaces the margin only when its held-out
+        gain, paired by fold, passes a one-sided t-test at 5 %
+        (``margin_check_``). A margin helps where classes separate with room
+        to spare and costs accuracy on noisy labels; the probe costs at most
+        10 iterations per fold, crossing ``ms=(0.0, 0.05)`` with the path
+        twice the search.
         Values outside the loss's domain (e.g. a
         margin for NormFace, ``m < 1`` for L-Softmax) are *skipped* with a
         ``UserWarning`` naming them, so one grid can be crossed with every
@@ -106,11 +108,12 @@ ATTRIBUTES_DOC = """\
         a loss tuned along ``C`` has ``param_s`` masked, and the reverse).
     margin_check_ : dict or None
         Where the linear search tried its chosen scale without a margin (see
-        ``ms``): ``{"m": (m, 0.0), "scores": ...}``, of shape
-        ``(n_folds, 2)``: each fold's held-out score of its path's model at
-        the chosen point, and of that model fitted on without a margin (at
-        the path's tolerance). ``m_`` is the margin of the higher mean (the
-        searched one on a tie). None where nothing was tried.
+        ``ms``): ``{"m": (m, 0.0), "scores": ...}``, a NumPy array of shape
+        ``(n_folds, 2)``: each fold's held-out score of its model at the
+        chosen point (fitted to ``tol``), and of that model fitted on without
+        a margin for at most 10 iterations. ``m_`` is 0 where the second
+        column's paired gain passes a one-sided t-test at 5 %, else the
+        searched margin. None where nothing was tried.
     best_index_ : int or None
         Index of the chosen point in ``cv_results_`` (None if ``refit=False``);
         its ``m`` is the searched one, which ``margin_check_`` may have
