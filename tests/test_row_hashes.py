@@ -36,18 +36,24 @@ def test_unique_hashes_is_np_unique(dtype):
     assert [part.shape for part in empty] == [(0,), (0,), (0,)]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_torch_rows_hash_on_their_device_to_the_hosts_bits(dtype, monkeypatch):
-    torch = pytest.importorskip("torch")
-    X = rows_with_edges(dtype)
-    monkeypatch.setattr(_row_keys, "HOST_DEVICES", ())  # run the device code
-    on_device = []
+def record_device_hashing(monkeypatch):
+    """Run the device code on torch cpu; return the list of its calls' ``exact``."""
+    monkeypatch.setattr(_row_keys, "HOST_DEVICES", ())
+    calls = []
     lanes = _row_keys._device_lanes
     monkeypatch.setattr(
         _row_keys,
         "_device_lanes",
-        lambda *args, **kwargs: on_device.append(1) or lanes(*args, **kwargs),
+        lambda X, exact: calls.append(exact) or lanes(X, exact),
     )
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torch_rows_hash_on_their_device_to_the_hosts_bits(dtype, monkeypatch):
+    torch = pytest.importorskip("torch")
+    X = rows_with_edges(dtype)
+    on_device = record_device_hashing(monkeypatch)
     tensor = torch.from_numpy(X)
     host, device = row_hashes(X), row_hashes(tensor)
     for lane in host.dtype.names:
@@ -72,14 +78,7 @@ def test_a_torch_kernel_fit_hashes_its_rows_on_the_device(monkeypatch):
 
     X = rows_with_edges(np.float32)[:400]
     y = np.argmax(X[:, :3], axis=1)
-    monkeypatch.setattr(_row_keys, "HOST_DEVICES", ())  # run the device code
-    hashed = []
-    lanes = _row_keys._device_lanes
-    monkeypatch.setattr(
-        _row_keys,
-        "_device_lanes",
-        lambda X, exact: hashed.append(exact) or lanes(X, exact),
-    )
+    hashed = record_device_hashing(monkeypatch)
     model = KernelMarginSoftmaxClassifier(n_components=40, random_state=0)
     reference = model.fit(X, y).predict(X)
     assert hashed == []
