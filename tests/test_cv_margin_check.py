@@ -151,7 +151,7 @@ def test_the_kernel_search_keeps_its_margin():
 
 
 def test_a_margin_gives_way_only_to_a_clear_gain():
-    from sklmargin.model_selection._cv_base import clearly_positive
+    from sklmargin.model_selection._cv_margin import clearly_positive
 
     assert clearly_positive([0.01, 0.01, 0.01])  # no spread, all positive
     assert clearly_positive([0.008, 0.011, 0.017, 0.016, 0.017])  # t = 7.7

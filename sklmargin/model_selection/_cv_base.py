@@ -33,17 +33,11 @@ import copy
 from numbers import Integral
 
 import numpy as np
-from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.parallel import Parallel, delayed
 
-from .._utils.array_api import (
-    NUMPY,
-    get_namespace,
-    namespace_name,
-)
+from .._utils.array_api import get_namespace
 from .._utils.compat import fit_context
 from .._utils.doc_link import DocLinkMixin
 from .._utils.legacy_state import LegacyStateMixin
@@ -59,7 +53,9 @@ from ._cv_grid import (
     _valid_values,
     default_margins,
     default_path,
+    search_points,
 )
+from ._cv_margin import probe_no_margin
 from ._cv_path import (
     Head,
     PathGrid,
@@ -69,30 +65,15 @@ from ._cv_path import (
     full_class_logits,
     mean_model,
 )
-from ._cv_results import cv_results, first_best, on_device, searched, shaped
+from ._cv_results import (
+    cv_results,
+    first_best,
+    on_device,
+    search_scorer,
+    searched,
+    shaped,
+)
 from ._edges import fold_scores_near, warn_grid_edges
-
-
-def clearly_positive(gains, level=0.05):
-    """Whether paired gains are positive by a one-sided t-test at ``level``.
-
-    ``gains`` are the per-fold differences of two models' held-out scores.
-    The mean gain must exceed ``t_{1 - level, k - 1}`` standard errors
-    (2.13 for 5 folds): a single fold's luck on a small set does not
-    replace a default. Constant positive gains pass; fewer than two do not.
-    """
-    gains = np.asarray(gains, dtype=float)
-    if gains.size < 2 or gains.mean() <= 0:
-        return False
-    error = gains.std(ddof=1) / np.sqrt(gains.size)
-    return bool(gains.mean() > stats.t.ppf(1 - level, gains.size - 1) * error)
-
-
-#: Iterations of the probe at ``m = 0`` (:meth:`_probe_no_margin`): where a
-#: margin costs accuracy the margin-free model gains within a few
-#: iterations of the margin's solution; where it helps, the probe rarely
-#: catches up even when fitted to the end, and a full fit can take hundreds.
-_MARGIN_PROBE_ITER = 10
 
 
 class _BaseMarginSoftmaxCV(
@@ -232,43 +213,8 @@ class _BaseMarginSoftmaxCV(
         return {}
 
     def _scorer(self):
-        """``score(estimator, rows, logits)`` of a fitted path point.
-
-        Accuracy (the default) comes from the held-out logits the path keeps
-        anyway; a user's ``scoring`` calls the estimator on the raw held-out
-        rows (which maps them again). Some of scikit-learn's metrics do not
-        take array API inputs yet (in 1.9, ``"roc_auc_ovr"`` fails inside
-        torch with a ``TypeError`` about ``diff``; ``GridSearchCV`` fails the
-        same way): the error then says which scoring failed, on what, and what
-        to do.
-        """
-        if self.scoring is None:
-
-            def accuracy(estimator, rows, logits):
-                hits = np.argmax(logits, axis=1) == rows.y_test_encoded
-                return float(np.average(hits, weights=rows.sw_test))
-
-            return accuracy
-        scorer = check_scoring(self._base_estimator(), scoring=self.scoring)
-        scoring, name = self.scoring, type(self).__name__
-
-        def score(estimator, rows, logits):
-            weight = {} if rows.sw_test is None else {"sample_weight": rows.sw_test}
-            try:
-                return scorer(estimator, rows.X_test, rows.y_test, **weight)
-            except (TypeError, AttributeError, ValueError) as exc:
-                if get_namespace(rows.X_test, user_input=True)[0] is NUMPY:
-                    raise
-                raise ValueError(
-                    f"{name}: scoring={scoring!r} failed on the held-out rows "
-                    f"({namespace_name(rows.X_test)} input, array_api_dispatch "
-                    f"on; {type(exc).__name__}: {exc}). Not every scikit-learn "
-                    "metric supports array API inputs: use one that does (the "
-                    "default scoring=None, accuracy, or 'neg_log_loss'), or fit "
-                    "on NumPy arrays (X.cpu().numpy() for a torch tensor)."
-                ) from exc
-
-        return score
+        """``score(estimator, rows, logits)`` of a fitted path point."""
+        return search_scorer(self.scoring, self._base_estimator(), type(self).__name__)
 
     @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None, groups=None):
@@ -400,12 +346,10 @@ class _BaseMarginSoftmaxCV(
         )
 
     def _tries_no_margin(self):
-        """Whether the chosen scale is also tried without a margin (``ms=None``).
+        """Whether the chosen scale is probed without a margin (:mod:`._cv_margin`).
 
-        Only a refit search over its default margins, which the linear search
-        runs (``_tries_margin_zero``): a margin below its default is then
-        tried at the chosen point, which costs one warm fit per fold, where
-        crossing ``m = 0`` with the whole path would double the search.
+        A refit search over its default margins (``ms=None``), where the
+        class probes (``_tries_margin_zero``: the linear search).
         """
         return bool(self._tries_margin_zero and self.refit and self.ms is None)
 
@@ -446,33 +390,17 @@ class _BaseMarginSoftmaxCV(
         )  # fmt: skip
 
     def _probe_no_margin(self, best, chosen, data, folds, scored, base):
-        """Try the chosen scale without a margin: the probes, or None.
+        """Try the chosen scale without a margin (:func:`probe_no_margin`).
 
-        A margin helps where classes separate with room to spare and costs
-        accuracy on noisy labels (frozen embeddings with a noisy teacher),
-        which the path over ``s`` at one margin cannot tell. So a copy of
-        each fold's model at the chosen point (fitted to ``tol``) is fitted on
-        at ``m = 0`` from its coefficients for at most ``_MARGIN_PROBE_ITER``
-        iterations toward ``tol``, and scored on the fold's held-out rows.
-        The probe is never fitted further than the model it is compared with
-        (which is fitted to ``tol``), so a gain is the margin's and not more
-        iterations'. ``m = 0`` is chosen only when its gain, paired by fold,
-        is significant (:func:`clearly_positive`): the searched margin stays
-        on ties and on noise. Both columns of scores are kept in
-        ``margin_check_``. Returns the probes' points when ``m = 0`` wins
-        (the caller fits them on to ``tol``), else None.
+        Records both columns of scores in ``margin_check_``; returns the
+        probes' points when ``m = 0`` wins, else None.
         """
-        copies = [point._replace(model=copy.deepcopy(point.model)) for point in chosen]
-        probes = self._fit_on(
-            copies, data, folds, scored, m=0.0, tol=base.tol,
-            max_iter=min(_MARGIN_PROBE_ITER, base.max_iter),
+        probes, scores, wins = probe_no_margin(
+            chosen, scored, base,
+            lambda points, **step: self._fit_on(points, data, folds, scored, **step),
         )  # fmt: skip
-        scores = np.array(
-            [[a.score, b.score] for a, b in zip(chosen, probes, strict=True)]
-        )
         self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
-        gains = np.diff(scores[scored], axis=1).ravel()
-        return probes if clearly_positive(gains) else None
+        return probes if wins else None
 
     def _finishes_chosen(self, base):
         """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).
@@ -570,18 +498,7 @@ class _BaseMarginSoftmaxCV(
         """
         job_points = _grid_points(axes, self._job_params)
         map_points = _grid_points(axes, self._map_params)
-        # With several losses each point masks the other heads' path (s or C).
-        other = {h.path_name: None for h in heads} if len(heads) > 1 else {}
-        grid_points = []
-        for job_point in job_points:
-            for map_point in map_points:
-                for head in heads:
-                    grid_points += [
-                        {**job_point, **map_point, **inner, **other,
-                         head.path_name: value}
-                        for inner in head.inner_points
-                        for value in head.path_values
-                    ]  # fmt: skip
+        grid_points = search_points(job_points, map_points, heads)
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
             keep_models, self.verbose, self._fold_preparer(), min_tol,
@@ -621,24 +538,17 @@ class _BaseMarginSoftmaxCV(
     def _refit(self, start, X, y, sample_weight, path_name, steps):
         """Refit on all the data at the chosen point.
 
-        With ``_warm_refit``, along the same warm-started path as the folds
-        (``steps``: the path up to the chosen value), each point started from
-        the previous one. Where the data are nearly separable the large-``s``
-        end of a path barely moves from the solution at smaller ``s`` (its
-        gradient is already below ``tol * s``), and a model fitted there from
-        any other start is a different model, and on frozen embeddings it
-        can score over a point below the one the path reaches (the
-        embeddings page measures it).
-        Walking the path refits the model that was scored; the steps before
-        the chosen point stop at the search's path tolerance
-        (:meth:`_path_tol`: the linear search's ``path_tol``), the chosen
-        point at ``tol``. Where the folds' chosen models were fitted on to
-        ``tol`` (:func:`~._cv_path.finish_chosen_folds`), ``start`` is their mean and
-        ``steps`` only the chosen value: one warm fit at ``tol``, as
+        With ``_warm_refit``, along the folds' warm-started path (``steps``:
+        the path up to the chosen value; the steps before it at
+        :meth:`_path_tol`, the chosen point at ``tol``): where the data are
+        nearly separable a model fitted at large ``s`` from another start is
+        a different model, and on frozen embeddings it can score a point
+        below the path's (the embeddings page measures it). Where the folds'
+        chosen models were fitted on to ``tol``, ``start`` is their mean and
+        ``steps`` the chosen value alone, as
         :class:`~sklearn.linear_model.LogisticRegressionCV` refits from the
-        folds' mean coefficients. A kernel model's
-        coefficients live in its fold's feature space, which the full data's
-        map does not share: the kernel search refits cold (``steps`` empty).
+        folds' mean coefficients. The kernel search refits cold (``steps``
+        empty): a fold's coefficients live in its own feature space.
         """
         estimator = copy.deepcopy(start).set_params(warm_start=bool(steps))
         values = steps or (None,)  # the last step is the chosen point

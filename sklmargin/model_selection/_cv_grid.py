@@ -162,3 +162,22 @@ def _grid_points(axes, names):
     """Return the grid over ``names`` as dicts, in lexicographic order."""
     grids = [axes[name] for name in names]
     return [dict(zip(names, point, strict=True)) for point in itertools.product(*grids)]
+
+
+def search_points(job_points, map_points, heads):
+    """Every grid point of a search, in the order of ``cv_results_["params"]``.
+
+    The job axes (the kernel's metric) lead, then the map's (gamma), then each
+    head's (loss) inner points (m) and path values: the order in which the
+    jobs fit them. With several losses each point masks the other heads'
+    path (``s`` or ``C`` None).
+    """
+    other = {h.path_name: None for h in heads} if len(heads) > 1 else {}
+    return [
+        {**job_point, **map_point, **inner, **other, head.path_name: value}
+        for job_point in job_points
+        for map_point in map_points
+        for head in heads
+        for inner in head.inner_points
+        for value in head.path_values
+    ]

@@ -8,8 +8,15 @@ fitted attributes and pick the best point.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics import check_scoring
 
-from .._utils.array_api import NUMPY, to_device, wide_dtype
+from .._utils.array_api import (
+    NUMPY,
+    get_namespace,
+    namespace_name,
+    to_device,
+    wide_dtype,
+)
 
 
 def cv_results(grid_points, scores, times, n_iter, scored):
@@ -93,3 +100,45 @@ def searched(point):
         for key, value in point.items()
         if not (key in ("s", "C") and value is None)
     }
+
+
+def search_scorer(scoring, estimator, name):
+    """``score(estimator, rows, logits)`` of a fitted path point.
+
+    ``scoring`` is the search's (None: accuracy), ``estimator`` its base
+    estimator and ``name`` its class's name, for error messages.
+
+    Accuracy (the default) comes from the held-out logits the path keeps
+    anyway; a user's ``scoring`` calls the estimator on the raw held-out
+    rows (which maps them again). Some of scikit-learn's metrics do not
+    take array API inputs yet (in 1.9, ``"roc_auc_ovr"`` fails inside
+    torch with a ``TypeError`` about ``diff``; ``GridSearchCV`` fails the
+    same way): the error then says which scoring failed, on what, and what
+    to do.
+    """
+    if scoring is None:
+
+        def accuracy(estimator, rows, logits):
+            hits = np.argmax(logits, axis=1) == rows.y_test_encoded
+            return float(np.average(hits, weights=rows.sw_test))
+
+        return accuracy
+    scorer = check_scoring(estimator, scoring=scoring)
+
+    def score(estimator, rows, logits):
+        weight = {} if rows.sw_test is None else {"sample_weight": rows.sw_test}
+        try:
+            return scorer(estimator, rows.X_test, rows.y_test, **weight)
+        except (TypeError, AttributeError, ValueError) as exc:
+            if get_namespace(rows.X_test, user_input=True)[0] is NUMPY:
+                raise
+            raise ValueError(
+                f"{name}: scoring={scoring!r} failed on the held-out rows "
+                f"({namespace_name(rows.X_test)} input, array_api_dispatch "
+                f"on; {type(exc).__name__}: {exc}). Not every scikit-learn "
+                "metric supports array API inputs: use one that does (the "
+                "default scoring=None, accuracy, or 'neg_log_loss'), or fit "
+                "on NumPy arrays (X.cpu().numpy() for a torch tensor)."
+            ) from exc
+
+    return score
