@@ -37,15 +37,21 @@ def test_unique_hashes_is_np_unique(dtype):
 
 
 def record_device_hashing(monkeypatch):
-    """Run the device code on torch cpu; return the list of its calls' ``exact``."""
+    """Run the device code on torch cpu; record ``exact`` of each call on a tensor.
+
+    Host arrays are hashed by the same function (:func:`_row_keys._lanes`);
+    a call that receives the tensor itself computed on its device.
+    """
     monkeypatch.setattr(_row_keys, "HOST_DEVICES", ())
     calls = []
-    lanes = _row_keys._device_lanes
-    monkeypatch.setattr(
-        _row_keys,
-        "_device_lanes",
-        lambda X, exact: calls.append(exact) or lanes(X, exact),
-    )
+    lanes = _row_keys._lanes
+
+    def recording(X, exact):
+        if not isinstance(X, np.ndarray):
+            calls.append(exact)
+        return lanes(X, exact)
+
+    monkeypatch.setattr(_row_keys, "_lanes", recording)
     return calls
 
 

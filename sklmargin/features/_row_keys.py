@@ -5,11 +5,11 @@ distinct rows of the training data, each with the total weight of its copies,
 in the order of a hash of their content. The hash has a *stable* lane, a key
 that float32 round-off of a row rarely changes (:func:`stable_row_keys`), which
 orders the rows and seeds each row's random draw, and two exact lanes that
-identify the row. Everything is computed row by row in a fixed order, so equal
-rows get equal hashes in memory, in every chunk of a Dask array and on a
-device: torch and CuPy rows are hashed where they live, by the same
-elementwise steps in 64-bit integers (:func:`_device_lanes`), and only the
-hashes come to the host.
+identify the row. Everything is computed row by row in a fixed order, by
+elementwise steps that every IEEE device rounds alike (:func:`_lanes`), so
+equal rows get equal hashes in memory, in every chunk of a Dask array and on a
+device: torch and CuPy rows on an accelerator are hashed where they live, and
+only the hashes come to the host.
 """
 
 from __future__ import annotations
@@ -49,23 +49,13 @@ _DIRECTION_SEED = 0x5EED_C0DE
 
 def mix64(h: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser: a bijection of uint64 in which every bit avalanches."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * _MIX[0]
-    h = h ^ (h >> np.uint64(27))
-    h = h * _MIX[1]
-    return h ^ (h >> np.uint64(31))
+    return _mix64_int(np.asarray(h, dtype=np.uint64).view(np.int64)).view(np.uint64)
 
 
 def _directions(n_features):
     """Return the fixed random directions of the stable lane (seeded by ``d``)."""
     rng = np.random.default_rng([_DIRECTION_SEED, n_features])
     return rng.standard_normal((n_features, _N_DIRECTIONS))
-
-
-def _grid(values: np.ndarray) -> np.ndarray:
-    """``floor(values * 2**_GRID_BITS)`` as uint64 bits (two's complement)."""
-    cells = np.floor(values * 2.0**_GRID_BITS)
-    return cells.astype(np.int64).view(np.uint64)
 
 
 def stable_row_keys(X: np.ndarray) -> np.ndarray:
@@ -100,44 +90,7 @@ def stable_row_keys(X: np.ndarray) -> np.ndarray:
     keys : ndarray of shape (n_samples,) and dtype uint64
         On the host, whatever ``X``'s namespace.
     """
-    if _hashes_on_device(X):
-        return _device_lanes(X, exact=False)["order"]
-    X = to_numpy(X)  # (a Dask array under array API dispatch: its values)
-    n_rows, n_features = X.shape
-    directions = _directions(n_features)
-    along = np.zeros((n_rows, _N_DIRECTIONS))
-    squares = np.zeros(n_rows)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for j in range(n_features):
-            column = X[:, j].astype(np.float32).astype(np.float64)
-            along += column[:, None] * directions[j]
-            squares += column * column
-        norms = np.sqrt(squares)
-        finite = np.isfinite(norms)
-        positive = finite & (norms > 0)
-        unit = np.zeros_like(along)
-        unit[positive] = along[positive] / norms[positive, None]
-        log_norm = np.full(n_rows, -(2.0**20))  # the zero row's own cell
-        log_norm[positive] = np.log2(norms[positive])
-    key = np.full(n_rows, _HASH_SEEDS[0])
-    for k in range(_N_DIRECTIONS):
-        key = mix64(key ^ _grid(unit[:, k]))
-    key = mix64(key ^ _grid(log_norm))
-    if not np.all(finite):  # beyond float32: the exact value decides
-        key[~finite] = _exact_lanes(X[~finite])[0]
-    return key
-
-
-def _exact_lanes(X):
-    """Two 64-bit hashes of the exact float64 value of every row."""
-    n_rows, n_features = X.shape
-    high, low = (np.full(n_rows, seed) for seed in _HASH_SEEDS[1:])
-    for j in range(n_features):
-        # + 0.0 turns -0.0 into 0.0: np.unique counts them as one row.
-        exact = (X[:, j].astype(np.float64) + 0.0).view(np.uint64)
-        high = mix64(high ^ exact)
-        low = mix64(low + exact * _GOLDEN)
-    return high, low
+    return _lanes(X, exact=False)["order"]
 
 
 def row_hashes(X: np.ndarray) -> np.ndarray:
@@ -163,13 +116,8 @@ def row_hashes(X: np.ndarray) -> np.ndarray:
         On the host, whatever ``X``'s namespace.
     """
     hashes = np.empty(X.shape[0], dtype=HASH_DTYPE)
-    if _hashes_on_device(X):
-        for lane, values in _device_lanes(X, exact=True).items():
-            hashes[lane] = values
-        return hashes
-    X = to_numpy(X)
-    hashes["order"] = stable_row_keys(X)
-    hashes["high"], hashes["low"] = _exact_lanes(X)
+    for lane, values in _lanes(X, exact=True).items():
+        hashes[lane] = values
     return hashes
 
 
@@ -270,18 +218,21 @@ def _mix64_int(h):
     return h ^ _shift_right(h, 31)
 
 
-def _device_lanes(X, exact):
-    """:func:`row_hashes`' lanes of torch or CuPy rows, computed on their device.
+def _lanes(X, exact):
+    """Compute the lanes of :func:`row_hashes` (``exact``), or the stable one alone.
 
-    The steps of :func:`stable_row_keys` and :func:`_exact_lanes`, column by
-    column in the same order: float64 products and sums are correctly rounded
-    elementwise operations on every IEEE device, so the lanes equal the
-    host's (the logarithm of the norm could differ in its last bit between
-    math libraries, which moves a key only for a norm within that bit of a
-    grid line). The uint64 arithmetic runs in int64 (the same bits; shifts
-    masked to be logical). Returns host uint64 arrays: ``{"order"}``, and
-    ``"high"``, ``"low"`` with ``exact``.
+    One implementation for every namespace: column by column in a fixed order,
+    float64 products and sums (correctly rounded elementwise operations on
+    every IEEE device), the uint64 arithmetic of the hash in int64 (the same
+    bits: shifts masked to be logical, products wrapping modulo 2**64). torch
+    and CuPy rows on an accelerator (:func:`_hashes_on_device`) are hashed
+    there, others from a host copy. The logarithm of the norm could differ in
+    its last bit between math libraries, which moves a key only for a norm
+    within that bit of a grid line. Returns host uint64 arrays: ``"order"``,
+    and ``"high"``, ``"low"`` with ``exact``.
     """
+    if not _hashes_on_device(X):
+        X = to_numpy(X)  # (a Dask array under array API dispatch: its values)
     xp, device = get_namespace(X)
     n_rows, n_features = X.shape
     f64, i64 = xp.float64, xp.int64
@@ -290,32 +241,36 @@ def _device_lanes(X, exact):
     squares = xp.zeros(n_rows, dtype=f64, device=device)
     high = xp.full(n_rows, _signed(_HASH_SEEDS[1]), dtype=i64, device=device)
     low = xp.full(n_rows, _signed(_HASH_SEEDS[2]), dtype=i64, device=device)
-    for j in range(n_features):
-        column = xp.astype(xp.astype(X[:, j], xp.float32), f64)
-        along += column[:, None] * directions[j]
-        squares += column * column
-        if exact:
-            bits = (xp.astype(X[:, j], f64) + 0.0).view(i64)
-            high = _mix64_int(high ^ bits)
-            low = _mix64_int(low + bits * _signed(_GOLDEN))
-    norms = xp.sqrt(squares)
-    finite = xp.isfinite(norms)
-    positive = finite & (norms > 0)
-    safe = xp.where(positive, norms, xp.ones_like(norms))
-    unit = xp.where(positive[:, None], along / safe[:, None], xp.zeros_like(along))
-    log_norm = xp.where(
-        positive, xp.log2(safe), xp.full_like(norms, -(2.0**20))
-    )  # the zero row's own cell, as on the host
+    # Rows beyond float32's range overflow to inf in its cast: handled below.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(n_features):
+            column = xp.astype(xp.astype(X[:, j], xp.float32), f64)
+            along += column[:, None] * directions[j]
+            squares += column * column
+            if exact:
+                # + 0.0 turns -0.0 into 0.0: np.unique counts them as one row.
+                bits = (xp.astype(X[:, j], f64) + 0.0).view(i64)
+                high = _mix64_int(high ^ bits)
+                low = _mix64_int(low + bits * _signed(_GOLDEN))
+        norms = xp.sqrt(squares)
+        finite = xp.isfinite(norms)
+        positive = finite & (norms > 0)
+        safe = xp.where(positive, norms, xp.ones_like(norms))
+        unit = xp.where(positive[:, None], along / safe[:, None], xp.zeros_like(along))
+        # The zero row's own cell for log2 of the norm.
+        log_norm = xp.where(positive, xp.log2(safe), xp.full_like(norms, -(2.0**20)))
     key = xp.full(n_rows, _signed(_HASH_SEEDS[0]), dtype=i64, device=device)
     for values in [unit[:, k] for k in range(_N_DIRECTIONS)] + [log_norm]:
         key = _mix64_int(key ^ xp.astype(xp.floor(values * 2.0**_GRID_BITS), i64))
     lanes = {"order": key, "high": high, "low": low} if exact else {"order": key}
     host = {name: to_numpy(lane).view(np.uint64) for name, lane in lanes.items()}
-    unbounded = ~to_numpy(finite)
-    if unbounded.any():  # beyond float32: the exact value decides, as on the host
-        rows = np.flatnonzero(unbounded)
+    unbounded = np.flatnonzero(~to_numpy(finite))
+    if unbounded.size:  # beyond float32: the exact value decides the key
+        if exact:
+            exact_high = host["high"][unbounded]
+        else:  # the exact lanes of those rows alone (their order lane unused)
+            rows = to_numpy(X[xp.asarray(unbounded, device=device), ...])
+            exact_high = _lanes(rows, exact=True)["high"]
         host["order"] = host["order"].copy()
-        host["order"][rows] = _exact_lanes(
-            to_numpy(X[xp.asarray(rows, device=device)])
-        )[0]
+        host["order"][unbounded] = exact_high
     return host
