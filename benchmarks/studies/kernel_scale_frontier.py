@@ -47,9 +47,9 @@ LLOYD_STEPS = 5
 PREDICT_REPEATS = 3
 
 
-def uniform_lloyd_centres(rows, weights, n_centres, gamma, rng):
+def uniform_lloyd_centres(rows, weights, n_centres, gamma, rng, keys=None):
     """The package's uniform draw as seeds, then its weighted Lloyd steps."""
-    keys = centres_module.stable_row_keys(rows)
+    keys = centres_module.stable_row_keys(rows) if keys is None else keys
     seeds = centres_module.uniform_indices(weights, n_centres, rng, keys)
     centres = centres_module.lloyd_steps(rows, weights, rows[seeds], LLOYD_STEPS)
     return centres.astype(rows.dtype, copy=False)

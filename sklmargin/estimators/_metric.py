@@ -44,7 +44,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .._utils.array_api import has_bit_views, is_dask, row_blocks, to_numpy
+from .._utils.array_api import is_dask, row_blocks
 from .._utils.validation import FeatureScaleWarning
 from ..features._input_transform import apply_input_transform
 
@@ -163,8 +163,8 @@ def training_row_keys(X):
     keys = np.empty(X.shape[0], dtype=np.uint64)
     for rows in row_blocks(X, 8 * X.shape[1]):
         # Sparse blocks densified; the standard indexes every axis: (rows, ...).
+        # Device blocks are hashed on their device (stable_row_keys decides).
         part = X[rows].toarray() if sparse.issparse(X) else X[rows, ...]
-        part = part if has_bit_views(part) else to_numpy(part)
         keys[rows] = stable_row_keys(part)
     return keys
 

@@ -119,7 +119,7 @@ def race_order(weights, rng, keys=None):
     return np.argsort(race, kind="stable")
 
 
-def uniform_centres(rows, weights, n_centres, gamma, rng):
+def uniform_centres(rows, weights, n_centres, gamma, rng, keys=None):
     r"""Draw ``n_centres`` rows without replacement, with probability ∝ weight.
 
     The rows at :func:`uniform_indices`, each row's draw seeded by its stable
@@ -138,12 +138,16 @@ def uniform_centres(rows, weights, n_centres, gamma, rng):
         Unused (the signature is shared by all selectors).
     rng : numpy.random.RandomState
         Source of randomness.
+    keys : ndarray of shape (n_distinct,) and dtype uint64, default=None
+        The rows' stable keys when computed already (the fit's hashes hold
+        them); None computes them.
 
     Returns
     -------
     centres : ndarray of shape (n_centres, n_features)
     """
-    return rows[uniform_indices(weights, n_centres, rng, stable_row_keys(rows))]
+    keys = stable_row_keys(rows) if keys is None else keys
+    return rows[uniform_indices(weights, n_centres, rng, keys)]
 
 
 def _kmeans_plusplus_indices(rows, weights, n_centres, rng):
@@ -174,7 +178,7 @@ def _kmeans_plusplus_indices(rows, weights, n_centres, rng):
     return chosen
 
 
-def kmeans_plusplus_centres(rows, weights, n_centres, gamma, rng):
+def kmeans_plusplus_centres(rows, weights, n_centres, gamma, rng, keys=None):
     r"""Weighted k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     The first centre is drawn with probability ∝ :math:`w_i`, every next one with
@@ -186,6 +190,8 @@ def kmeans_plusplus_centres(rows, weights, n_centres, gamma, rng):
     ----------
     rows, weights, n_centres, gamma, rng
         As in :func:`uniform_centres`.
+    keys : ignored
+        The selectors' shared signature (:func:`choose_centres` passes them).
 
     Returns
     -------
@@ -194,7 +200,7 @@ def kmeans_plusplus_centres(rows, weights, n_centres, gamma, rng):
     return rows[np.sort(_kmeans_plusplus_indices(rows, weights, n_centres, rng))]
 
 
-def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
+def kmeans_centres(rows, weights, n_centres, gamma, rng, keys=None):
     r"""Weighted k-means++ seeds refined by a few weighted Lloyd steps.
 
     With more than ``8 n_centres`` rows the seeds are chosen among ``8
@@ -206,28 +212,26 @@ def kmeans_centres(rows, weights, n_centres, gamma, rng, n_steps=None):
 
     Parameters
     ----------
-    rows, weights, n_centres, gamma, rng
-        As in :func:`uniform_centres`.
-    n_steps : int, default=None
-        Number of Lloyd steps; None means 5.
+    rows, weights, n_centres, gamma, rng, keys
+        As in :func:`uniform_centres` (5 Lloyd steps, ``_LLOYD_STEPS``).
 
     Returns
     -------
     centres : ndarray of shape (n_centres, n_features)
         Cluster means, in the dtype of ``rows``.
     """
-    n_steps = _LLOYD_STEPS if n_steps is None else n_steps
     pool = _SEED_ROWS_PER_CENTRE * n_centres
     if rows.shape[0] > pool:
         # Seeds from a draw of the rows (in proportion to weight, by their
         # stable keys: the same rows in any order), seeded unweighted.
-        drawn = uniform_indices(weights, pool, rng, stable_row_keys(rows))
+        keys = stable_row_keys(rows) if keys is None else keys
+        drawn = uniform_indices(weights, pool, rng, keys)
         seeds = drawn[
             _kmeans_plusplus_indices(rows[drawn], np.ones(pool), n_centres, rng)
         ]
     else:
         seeds = _kmeans_plusplus_indices(rows, weights, n_centres, rng)
-    centres = lloyd_steps(rows, weights, rows[np.sort(seeds)], n_steps)
+    centres = lloyd_steps(rows, weights, rows[np.sort(seeds)], _LLOYD_STEPS)
     return centres.astype(rows.dtype, copy=False)
 
 
@@ -285,7 +289,9 @@ def lloyd_steps(rows, weights, centres, n_steps):
     return centres
 
 
-def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
+def rpcholesky_centres(
+    rows, weights, n_centres, gamma, rng, block_size=None, keys=None
+):
     r"""Centres chosen by blocked, weighted randomly pivoted Cholesky.
 
     Builds a low-rank factor :math:`F` with :math:`K \approx F F^\top` of the kernel
@@ -310,6 +316,8 @@ def rpcholesky_centres(rows, weights, n_centres, gamma, rng, block_size=None):
     block_size : int, default=None
         Pivots drawn per block; None means ``ceil(n_centres / 10)`` capped at 100
         (small blocks keep the sampling adaptive, large ones use BLAS well).
+    keys : ignored
+        The selectors' shared signature (:func:`choose_centres` passes them).
 
     Returns
     -------
@@ -434,13 +442,17 @@ def choose_centres(
     if selector is uniform_centres:
         indices = uniform_indices(weights, n_centres, rng, hashes["order"])
         return rows_at(indices), False
+    keys = hashes["order"]  # the selectors that draw by key reuse them
     if max_rows is None or n_distinct <= max_rows:
         rows = rows_at(np.arange(n_distinct))
-        return selector(rows, weights, n_centres, gamma, rng), False
+        return selector(rows, weights, n_centres, gamma, rng, keys=keys), False
     pool = uniform_indices(
         np.ones(n_distinct), max(max_rows, n_centres + 1), rng, hashes["order"]
     )
-    return selector(rows_at(pool), weights[pool], n_centres, gamma, rng), True
+    centres = selector(
+        rows_at(pool), weights[pool], n_centres, gamma, rng, keys=keys[pool]
+    )
+    return centres, True
 
 
 def select_centres(X, sample_weight, n_centres, gamma, method, rng, hashes=None):

@@ -300,7 +300,7 @@ class NystroemFeatures(
         # torch and CuPy rows are hashed where they live (the slow part on
         # the host), then a device fit copies X to the host once (documented)
         # for gamma and the selector.
-        hashes = row_hashes(X) if xp is not NUMPY else None
+        hashes = row_hashes(X)
         X = to_numpy(X)
         rng = check_random_state(self.random_state)
 

@@ -20,9 +20,9 @@ from .._utils.array_api import float64_supported, get_namespace, has_bit_views, 
 
 #: A row's hash: a *stable* lane (:func:`stable_row_keys`: the row's direction
 #: and length on a coarse grid, so that round-off of the row rarely changes it),
-#: then two lanes hashing its exact float64 value (the identity); np.unique and
-#: np.searchsorted compare them field by field, so the canonical order of the
-#: distinct rows follows the stable lane.
+#: then two lanes hashing its exact float64 value (the identity);
+#: :func:`unique_hashes` and np.searchsorted order them lane by lane, so the
+#: canonical order of the distinct rows follows the stable lane.
 HASH_DTYPE = np.dtype([("order", np.uint64), ("high", np.uint64), ("low", np.uint64)])
 # Lane seeds (hex digits of pi) and splitmix64's constants (Steele, Lea & Flood,
 # "Fast splittable pseudorandom number generators", OOPSLA 2014).
@@ -32,6 +32,19 @@ _HASH_SEEDS = tuple(
 )
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+
+def _signed(value):
+    """Return the int64 with the same bits as the uint64 constant ``value``."""
+    value = int(value)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+# The same constants as int64 with the same bits: the hash runs in int64 in
+# every namespace (:func:`_mix64_int`, :func:`_lanes`).
+_SEEDS_INT = tuple(_signed(seed) for seed in _HASH_SEEDS)
+_GOLDEN_INT = _signed(_GOLDEN)
+_MIX_INT = tuple(_signed(factor) for factor in _MIX)
 
 # The stable lane: the unit row's coordinates along _N_DIRECTIONS fixed random
 # directions and log2 of the row's norm, each on a grid of 2**-_GRID_BITS.
@@ -133,11 +146,10 @@ def unique_hashes(hashes):
     """
     order = np.lexsort(tuple(hashes[lane] for lane in reversed(HASH_DTYPE.names)))
     ranked = hashes[order]
-    new = np.ones(ranked.shape[0], dtype=bool)
-    if ranked.shape[0] > 1:
-        new[1:] = False
-        for lane in HASH_DTYPE.names:
-            new[1:] |= ranked[lane][1:] != ranked[lane][:-1]
+    new = np.ones(ranked.shape[0], dtype=bool)  # where a distinct hash starts
+    new[1:] = np.any(
+        [ranked[lane][1:] != ranked[lane][:-1] for lane in HASH_DTYPE.names], axis=0
+    )
     inverse = np.empty(ranked.shape[0], dtype=np.intp)
     inverse[order] = np.cumsum(new) - 1
     return ranked[new], order[new], inverse
@@ -198,12 +210,6 @@ def _hashes_on_device(X):
     return not on_host and float64_supported(xp, device)
 
 
-def _signed(value):
-    """Return the int64 with the same bits as the uint64 constant ``value``."""
-    value = int(value)
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 def _shift_right(h, bits):
     """Logical right shift of int64 ``h`` holding uint64 bits."""
     return (h >> bits) & ((1 << (64 - bits)) - 1)
@@ -212,9 +218,9 @@ def _shift_right(h, bits):
 def _mix64_int(h):
     """:func:`mix64` on int64 arrays (same bits): products wrap modulo 2**64."""
     h = h ^ _shift_right(h, 30)
-    h = h * _signed(_MIX[0])
+    h = h * _MIX_INT[0]
     h = h ^ _shift_right(h, 27)
-    h = h * _signed(_MIX[1])
+    h = h * _MIX_INT[1]
     return h ^ _shift_right(h, 31)
 
 
@@ -239,8 +245,8 @@ def _lanes(X, exact):
     directions = xp.asarray(_directions(n_features), dtype=f64, device=device)
     along = xp.zeros((n_rows, _N_DIRECTIONS), dtype=f64, device=device)
     squares = xp.zeros(n_rows, dtype=f64, device=device)
-    high = xp.full(n_rows, _signed(_HASH_SEEDS[1]), dtype=i64, device=device)
-    low = xp.full(n_rows, _signed(_HASH_SEEDS[2]), dtype=i64, device=device)
+    high = xp.full(n_rows, _SEEDS_INT[1], dtype=i64, device=device)
+    low = xp.full(n_rows, _SEEDS_INT[2], dtype=i64, device=device)
     # Rows beyond float32's range overflow to inf in its cast: handled below.
     with np.errstate(over="ignore", invalid="ignore"):
         for j in range(n_features):
@@ -248,10 +254,10 @@ def _lanes(X, exact):
             along += column[:, None] * directions[j]
             squares += column * column
             if exact:
-                # + 0.0 turns -0.0 into 0.0: np.unique counts them as one row.
+                # + 0.0 turns -0.0 into 0.0: one row, one hash.
                 bits = (xp.astype(X[:, j], f64) + 0.0).view(i64)
                 high = _mix64_int(high ^ bits)
-                low = _mix64_int(low + bits * _signed(_GOLDEN))
+                low = _mix64_int(low + bits * _GOLDEN_INT)
         norms = xp.sqrt(squares)
         finite = xp.isfinite(norms)
         positive = finite & (norms > 0)
@@ -259,7 +265,7 @@ def _lanes(X, exact):
         unit = xp.where(positive[:, None], along / safe[:, None], xp.zeros_like(along))
         # The zero row's own cell for log2 of the norm.
         log_norm = xp.where(positive, xp.log2(safe), xp.full_like(norms, -(2.0**20)))
-    key = xp.full(n_rows, _signed(_HASH_SEEDS[0]), dtype=i64, device=device)
+    key = xp.full(n_rows, _SEEDS_INT[0], dtype=i64, device=device)
     for values in [unit[:, k] for k in range(_N_DIRECTIONS)] + [log_norm]:
         key = _mix64_int(key ^ xp.astype(xp.floor(values * 2.0**_GRID_BITS), i64))
     lanes = {"order": key, "high": high, "low": low} if exact else {"order": key}
@@ -271,6 +277,5 @@ def _lanes(X, exact):
         else:  # the exact lanes of those rows alone (their order lane unused)
             rows = to_numpy(X[xp.asarray(unbounded, device=device), ...])
             exact_high = _lanes(rows, exact=True)["high"]
-        host["order"] = host["order"].copy()
-        host["order"][unbounded] = exact_high
+        host["order"][unbounded] = exact_high  # (a fresh host array)
     return host

@@ -281,7 +281,7 @@ def _correct(model, features, y):
     return np.asarray(model.classes_)[np.argmax(logits, axis=1)] == y
 
 
-def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
+def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template):
     """Choose the Nyström width by a warm path scored on held-out training rows.
 
     Parameters
@@ -292,8 +292,10 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
         Encoded labels ``0 .. K-1``.
     sample_weight : ndarray of shape (n_samples,)
         Non-negative weights with a positive sum.
-    keys : ndarray of shape (n_samples,) and dtype uint64
-        The rows' stable keys: they draw the held-out rows.
+    hashes : ndarray of shape (n_samples,) and dtype ``HASH_DTYPE``
+        The rows' hashes (:func:`~sklmargin.features._row_keys.row_hashes`):
+        their stable keys draw the held-out rows, and they identify the
+        distinct rows among which the centres race.
     gamma : float
         Kernel coefficient (resolved).
     rng : numpy.random.RandomState
@@ -323,12 +325,12 @@ def choose_width(X, y, sample_weight, keys, gamma, rng, fit_path, template):
         floor = max(MIN_WIDTH, auto_n_components(n_samples))
         start = max(START_WIDTH, int(round(floor / GROWTH)))
     n_held = int(np.clip(round(HELD_OUT_FRACTION * n_samples), *HELD_OUT_ROWS))
-    held = held_out_rows(keys, min(n_held, n_samples // 5))
+    held = held_out_rows(hashes["order"], min(n_held, n_samples // 5))
     train = np.setdiff1d(np.arange(n_samples), held, assume_unique=True)
     # Centres come from the training part only: a held-out row that is a
     # centre is mapped exactly and would favour wide maps.
     weights = np.where(np.isin(np.arange(n_samples), held), 0.0, sample_weight)
-    hashes, distinct_weights, index = distinct_row_hashes(X, weights)
+    hashes, distinct_weights, index = distinct_row_hashes(X, weights, hashes)
     n_classes = int(np.max(y)) + 1
     usable = (
         len(held) > 0
@@ -424,7 +426,7 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     from .._utils.array_api import move_fitted_arrays, numpy_dtype, to_device, to_numpy
     from ._gamma import scale_gamma
     from ._nystroem import _FITTED_ARRAYS
-    from ._row_keys import stable_row_keys
+    from ._row_keys import row_hashes
 
     kernel = estimator._kernel_features()
     n_samples = X.shape[0]
@@ -439,7 +441,7 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     if gamma == "scale":
         gamma = scale_gamma(rows, weights)
     choice = choose_width(
-        rows, np.asarray(to_numpy(y_encoded)), weights, stable_row_keys(rows),
+        rows, np.asarray(to_numpy(y_encoded)), weights, row_hashes(rows),
         gamma, check_random_state(estimator.random_state),
         partial(fit_path_model, estimator), template,
     )  # fmt: skip
