@@ -160,3 +160,24 @@ def test_a_margin_gives_way_only_to_a_clear_gain():
     assert not clearly_positive([0.0, 0.0, 0.0])
     assert not clearly_positive([0.05])  # one fold: no spread to judge
     assert not clearly_positive([-0.01, -0.02, -0.01])
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_only_the_probe_silences_its_iteration_cap(quiet):
+    # A fold fit on to tol that runs out of max_iter warns as any fit does;
+    # only the probe, which is meant to stop at its cap, is quiet.
+    from sklmargin.model_selection._cv_path import finish_chosen_folds
+    from sklmargin.model_selection._cv_results import search_scorer
+
+    X, y = noisy_rows(0.3, 2)
+    folds = list(StratifiedKFold(3).split(X, y))
+    models = [MarginSoftmaxClassifier(max_iter=1).fit(X[t], y[t]) for t, _ in folds]
+    data = (X, y, y, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        finish_chosen_folds(
+            models, data, folds, search_scorer(None, None, "test"), np.unique(y),
+            {"tol": 1e-12, "max_iter": 2}, np.ones(3, bool), None, 0, quiet,
+        )  # fmt: skip
+    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    assert warned is not quiet

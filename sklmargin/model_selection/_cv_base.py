@@ -55,7 +55,7 @@ from ._cv_grid import (
     default_path,
     search_points,
 )
-from ._cv_margin import probe_no_margin
+from ._cv_margin import MARGIN_PROBE_ITER, clearly_positive
 from ._cv_path import (
     Head,
     PathGrid,
@@ -113,8 +113,8 @@ class _BaseMarginSoftmaxCV(
         "verbose": ["verbose"],
     }
 
-    #: Whether a search over the default margins also tries ``m = 0`` at its
-    #: chosen point (:meth:`_tries_no_margin`).
+    #: Whether a search over the default margins probes ``m = 0`` at its chosen
+    #: point: the linear search's (a kernel search's probe was not measured).
     _tries_margin_zero = False
     #: A search saved before the probe without a margin tried nothing.
     _legacy_fitted = {"margin_check_": lambda state: None}
@@ -346,11 +346,7 @@ class _BaseMarginSoftmaxCV(
         )
 
     def _tries_no_margin(self):
-        """Whether the chosen scale is probed without a margin (:mod:`._cv_margin`).
-
-        A refit search over its default margins (``ms=None``), where the
-        class probes (``_tries_margin_zero``: the linear search).
-        """
+        """Whether a refit search over its default margins probes ``m = 0``."""
         return bool(self._tries_margin_zero and self.refit and self.ms is None)
 
     def _finish_search(self, best, margin, best_per_fold, data, folds, points, scored):
@@ -359,48 +355,53 @@ class _BaseMarginSoftmaxCV(
         Returns ``(best, chosen, finished)``: the chosen grid point, each
         fold's :class:`PathPoint` at it, and those points again when they were
         fitted on to ``tol`` here (else None; the refit then walks the path).
-        Where the search tries no margin (:meth:`_tries_no_margin`) and the
-        chosen point has one the loss can drop (AM-Softmax and ArcFace at
-        ``m > 0``), :meth:`_probe_no_margin` may then choose ``m = 0``.
+        Where the search probes without a margin (:mod:`._cv_margin`) and the
+        loss can drop the chosen one, a copy of each fold's model (fitted to
+        ``tol``) is fitted on at ``m = 0`` for at most ``MARGIN_PROBE_ITER``
+        iterations: never further than the model it is compared with. ``m =
+        0`` wins on a clear paired gain (:func:`clearly_positive`); probes the
+        cap stopped are then fitted on to ``tol``. ``margin_check_`` keeps
+        both columns of held-out scores.
         """
-        base = self._base_estimator()
+        base, scorer = self._base_estimator(), self._scorer()
         chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
         finished = None
         if self._finishes_chosen(base):
-            finished = chosen = self._fit_on(chosen, data, folds, scored, tol=base.tol)
+            finished = chosen = self._fit_on(
+                chosen, data, folds, scored, scorer, tol=base.tol
+            )
         self.margin_check_ = None
         if self._tries_no_margin() and best.get("m", 0.0) > 0.0 and _ok(margin, 0.0):
-            probes = self._probe_no_margin(best, chosen, data, folds, scored, base)
-            if probes is not None:
-                best = {**best, "m": 0.0}
-                finished = chosen = self._fit_on(
-                    probes, data, folds, scored, tol=base.tol, max_iter=base.max_iter
-                )
+            cap = min(MARGIN_PROBE_ITER, base.max_iter)
+            copies = [p._replace(model=copy.deepcopy(p.model)) for p in chosen]
+            probes = self._fit_on(
+                copies, data, folds, scored, scorer, quiet=True,
+                m=0.0, tol=base.tol, max_iter=cap,
+            )  # fmt: skip
+            scores = np.array([[p.score for p in chosen], [p.score for p in probes]]).T
+            self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
+            if clearly_positive(np.diff(scores[scored], axis=1).ravel()):
+                best, finished = {**best, "m": 0.0}, probes
+                for point in probes:
+                    point.model.set_params(max_iter=base.max_iter)
+                if any(point.n_iter >= cap for point in probes):
+                    finished = self._fit_on(
+                        probes, data, folds, scored, scorer, tol=base.tol
+                    )
+                chosen = finished
         return best, chosen, finished
 
-    def _fit_on(self, points, data, folds, scored, **step):
+    def _fit_on(self, points, data, folds, scored, scorer, quiet=False, **step):
         """Each fold's model of ``points`` fitted on at ``step``: their points.
 
-        :func:`~._cv_path.finish_chosen_folds` with this search's scorer,
-        classes and jobs; the models are fitted in place.
+        :func:`~._cv_path.finish_chosen_folds` with this search's classes and
+        jobs; the models are fitted in place. ``quiet`` silences the
+        ``ConvergenceWarning`` of a fit meant to stop at its ``max_iter``.
         """
         return finish_chosen_folds(
-            [point.model for point in points], data, folds, self._scorer(),
-            self.classes_, step, scored, self.n_jobs, self.verbose,
+            [point.model for point in points], data, folds, scorer, self.classes_,
+            step, scored, self.n_jobs, self.verbose, quiet,
         )  # fmt: skip
-
-    def _probe_no_margin(self, best, chosen, data, folds, scored, base):
-        """Try the chosen scale without a margin (:func:`probe_no_margin`).
-
-        Records both columns of scores in ``margin_check_``; returns the
-        probes' points when ``m = 0`` wins, else None.
-        """
-        probes, scores, wins = probe_no_margin(
-            chosen, scored, base,
-            lambda points, **step: self._fit_on(points, data, folds, scored, **step),
-        )  # fmt: skip
-        self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
-        return probes if wins else None
 
     def _finishes_chosen(self, base):
         """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).

@@ -27,8 +27,9 @@ SHARED_PARAMS_DOC = """\
         gain, paired by fold, passes a one-sided t-test at 5 %
         (``margin_check_``). A margin helps where classes separate with room
         to spare and costs accuracy on noisy labels; the probe costs at most
-        10 iterations per fold, crossing ``ms=(0.0, 0.05)`` with the path
-        twice the search.
+        10 iterations per fold (plus, where ``m = 0`` wins and a probe stopped
+        at that cap, its fit on to ``tol``), crossing ``ms=(0.0, 0.05)`` with
+        the path twice the search.
         Values outside the loss's domain (e.g. a
         margin for NormFace, ``m < 1`` for L-Softmax) are *skipped* with a
         ``UserWarning`` naming them, so one grid can be crossed with every

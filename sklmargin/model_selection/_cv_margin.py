@@ -1,4 +1,4 @@
-"""The linear search's probe without a margin at its chosen point.
+"""The linear search's probe without a margin at its chosen point: its rule.
 
 A margin helps where classes separate with room to spare and costs accuracy on
 noisy labels (a linear probe of frozen embeddings with a noisy teacher), which
@@ -7,12 +7,11 @@ whole path doubles the search; instead, a copy of each fold's model at the
 chosen point (fitted to ``tol``) is fitted on at ``m = 0`` from its
 coefficients for a few iterations and scored on the fold's held-out rows, and
 ``m = 0`` replaces the searched margin only when its gain is clear
-(:func:`clearly_positive`).
+(:func:`clearly_positive`). The search runs the probe in its folds' jobs
+(``_BaseMarginSoftmaxCV._finish_search``).
 """
 
 from __future__ import annotations
-
-import copy
 
 import numpy as np
 from scipy import stats
@@ -38,38 +37,3 @@ def clearly_positive(gains, level=0.05):
         return False
     error = gains.std(ddof=1) / np.sqrt(gains.size)
     return bool(gains.mean() > stats.t.ppf(1 - level, gains.size - 1) * error)
-
-
-def probe_no_margin(chosen, scored, base, fit_on):
-    """Probe each fold's chosen model at ``m = 0``: ``(probes, scores, wins)``.
-
-    Parameters
-    ----------
-    chosen : list of PathPoint
-        Each fold's point at the chosen grid point, its model fitted to
-        ``base.tol`` (the probe is never fitted further than the model it is
-        compared with, so that a gain is the margin's, not more iterations').
-    scored : ndarray of bool
-        Which folds have a score (a test fold of zero weight has none).
-    base : estimator
-        The search's base estimator (its ``tol`` and ``max_iter``).
-    fit_on : callable
-        ``fit_on(points, **step)`` fits the points' models on at ``step`` in
-        their folds and returns their new points (the search's jobs).
-
-    Returns
-    -------
-    probes : list of PathPoint
-        The probes (copies: ``chosen`` is untouched).
-    scores : ndarray of shape (n_folds, 2)
-        Held-out scores of the chosen models and of the probes.
-    wins : bool
-        Whether ``m = 0`` clearly scores higher (:func:`clearly_positive`).
-    """
-    copies = [point._replace(model=copy.deepcopy(point.model)) for point in chosen]
-    probes = fit_on(
-        copies, m=0.0, tol=base.tol, max_iter=min(MARGIN_PROBE_ITER, base.max_iter)
-    )
-    scores = np.array([[a.score, b.score] for a, b in zip(chosen, probes, strict=True)])
-    gains = np.diff(scores[scored], axis=1).ravel()
-    return probes, scores, clearly_positive(gains)

@@ -306,7 +306,7 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
     return points
 
 
-def finish_fold(models, data, train, test, scorer, classes, step, scored):
+def finish_fold(models, data, train, test, scorer, classes, step, scored, quiet=False):
     """Fit a fold's path models on, warm-started, at ``step``: their PathPoints.
 
     ``models`` are the fold's kept path models (``grid.keep_models``) at the
@@ -317,9 +317,9 @@ def finish_fold(models, data, train, test, scorer, classes, step, scored):
     ``{"tol": tol}`` fits it on until its stop test at ``tol`` holds, which
     costs a few iterations where the path had already come close; the
     held-out logits and score are then those of the model a fit at ``tol``
-    gives, the kind of model the refit ends with. A step that sets
-    ``max_iter`` is a probe (another margin tried for a few iterations): its
-    ``ConvergenceWarning`` is expected and silenced. ``data`` is the
+    gives, the kind of model the refit ends with. ``quiet`` silences the
+    ``ConvergenceWarning`` of a probe (another margin tried for a few
+    iterations, ``max_iter`` in ``step``), which is expected. ``data`` is the
     search's ``(X, y, y_encoded, sample_weight)``; ``scorer`` and
     ``classes`` those of its :class:`PathGrid`.
 
@@ -334,7 +334,7 @@ def finish_fold(models, data, train, test, scorer, classes, step, scored):
         start = time.perf_counter()
         model.set_params(warm_start=True)
         with warnings.catch_warnings():
-            if "max_iter" in step:
+            if quiet:
                 warnings.simplefilter("ignore", ConvergenceWarning)
             for _ in fit_path(
                 model, rows.X_train, rows.y_train, rows.sw_train, [step],
@@ -352,7 +352,7 @@ def finish_fold(models, data, train, test, scorer, classes, step, scored):
 
 
 def finish_chosen_folds(
-    models, data, folds, scorer, classes, step, scored, n_jobs, verbose
+    models, data, folds, scorer, classes, step, scored, n_jobs, verbose, quiet=False
 ):  # fmt: skip
     """Fit each fold's model at the chosen point on at ``step``, as joblib jobs.
 
@@ -366,7 +366,8 @@ def finish_chosen_folds(
     held-out logits replace the path's for the temperature; the refit
     starts from their mean. (Finishing the three best points and choosing
     again among them was measured and not kept: twice the cost, no better
-    choice.) The same jobs probe another margin at the chosen point.
+    choice.) The probe of another margin at the chosen point runs through
+    it too (``quiet``: its iteration cap is expected, :func:`finish_fold`).
 
     Returns
     -------
@@ -375,7 +376,7 @@ def finish_chosen_folds(
     """
     jobs = [
         delayed(finish_fold)(
-            [model], data, train, test, scorer, classes, step, scored[f]
+            [model], data, train, test, scorer, classes, step, scored[f], quiet
         )  # fmt: skip
         for f, ((train, test), model) in enumerate(zip(folds, models, strict=True))
     ]
