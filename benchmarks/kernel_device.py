@@ -49,6 +49,7 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _common import machine, now, versions  # noqa: E402
 from sklearn import config_context  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
@@ -150,7 +151,7 @@ def run(n, name, torch, device):
             torch.cuda.synchronize()
         profile.disable()
     accuracy = float((labels == y_test).to(torch.float64).mean())
-    evaluations = int(getattr(model, "_fit_stats", {}).get("n_evaluations", 0))
+    evaluations = int(model._fit_stats.get("n_evaluations", 0))
     floor = gemm_floor(
         torch, device, n, int(model.n_components_), len(model.classes_),
         model.compute_dtype_,
@@ -179,6 +180,12 @@ def main(argv=None):
     torch.set_num_threads(1)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU (use --device cpu)")
+    device_name = (
+        torch.cuda.get_device_name(args.device)
+        if args.device.startswith("cuda")
+        else "host"
+    )
+    print(f"# {now()}; {machine()}; {device_name}; {versions()}", flush=True)
     if args.warmup:
         run(args.warmup, "default", torch, args.device)  # not reported
     for n in (int(size) for size in args.sizes.split(",")):
