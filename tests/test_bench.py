@@ -242,8 +242,14 @@ def test_fuzz_tool_records_the_array_api_run(tmp_path, monkeypatch, capsys):
     assert "4 fits" in capsys.readouterr().out
 
 
-def test_the_device_benchmark_reports_its_stages_on_torch_cpu(tmp_path, capsys):
+def test_the_device_benchmark_reports_its_stages_on_torch_cpu(
+    tmp_path, capsys, monkeypatch
+):
+    from pathlib import Path
+
     pytest.importorskip("torch")
+    # The script imports its siblings' _common, as when run from benchmarks/.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     bench = _benchmark_script("kernel_device")
     out = tmp_path / "device.jsonl"
     argv = ["--device", "cpu", "--sizes", "600", "--models", "40", "--warmup", "0"]
