@@ -127,6 +127,27 @@ def test_integer_weights_equal_repeated_rows(sync):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scale_gamma_is_the_in_memory_one_whatever_the_chunks(sync, dtype):
+    # The chunks' sums added in chunk order moved gamma by an ulp with the
+    # chunking (250 rows in float32, 1000 and 777 in float64), enough to move
+    # some labels of a fit.
+    X, _ = make_blobs(3000, n_features=20, centers=4, random_state=0)
+    y = np.arange(len(X)) % 4
+    X = X.astype(dtype)
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    params = dict(n_components=20, kernel_approximation="orf", metric=None)
+    params.update(fit_intercept=False, max_iter=1)  # only the map is compared
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=1
+        expected = KernelMarginSoftmaxClassifier(**params).fit(X, y, weights)
+        for chunks in (1000, 777, 1500, 250):
+            fitted = KernelMarginSoftmaxClassifier(**params).fit(
+                *_dask(X, y, weights, chunks=chunks)
+            )
+            assert fitted.feature_map_.gamma_ == expected.feature_map_.gamma_, chunks
+
+
 def test_float32_stays_float32(sync):
     X, y = _data()
     X = X.astype(np.float32)

@@ -10,10 +10,10 @@ weighted by ``sample_weight[i]`` (so integer weights equal repeated rows), and
 :func:`weighted_sum` (the weighted sum of the entries, then of the squared
 deviations from their mean), accumulated in float64 (the device's widest
 float) by row blocks, in the namespace of ``X``: NumPy, a device's, or one
-Dask chunk at a time, whose sums the Dask fit adds. Both then finish with
-:func:`round_off_floor` and :func:`gamma_from_variance`. The Nyström and
-random Fourier maps resolve their ``gamma="scale"`` with :func:`scale_gamma`,
-the kernel CV estimator its grid of multiples of it.
+Dask chunk at a time, whose per-row terms the Dask fit sums exactly. Both
+then finish with :func:`round_off_floor` and :func:`gamma_from_variance`.
+The Nyström and random Fourier maps resolve their ``gamma="scale"`` with
+:func:`scale_gamma`, the kernel CV estimator its grid of multiples of it.
 """
 
 from __future__ import annotations
@@ -52,34 +52,12 @@ def round_off_floor(variance: float, mean: float) -> float:
     return variance
 
 
-def weighted_sum(X, sample_weight, mean=None) -> float:
-    r"""Return the weighted sum of the entries, or of their squared deviations.
+def _row_sums(X, mean=None):
+    """Per-row sums of the entries (or squared deviations from ``mean``), wide.
 
-    :math:`\sum_i w_i \sum_j x_{ij}`, or with ``mean``
-    :math:`\sum_i w_i \sum_j (x_{ij} - \mu)^2`: the two passes of the
-    weighted variance, on dense rows of any namespace (or one Dask chunk).
-    Per-row sums are accumulated in float64 (the device's widest float) by
-    row blocks (a block-sized float64 copy at a time, never one of ``X``) and
-    reduced once at the end, so that the result does not depend on the block
-    size. On the host that reduction is exactly rounded (:func:`math.fsum`
-    of the weighted per-row sums), so that it does not depend on the order
-    of the rows either: a row permutation then gives the same ``gamma`` to
-    the last bit (a dot product's rounding followed the row order, and one
-    ulp of ``gamma`` was enough to move some test labels of a kernel fit).
-
-    Parameters
-    ----------
-    X : array of shape (n_samples, n_features)
-        Dense rows.
-    sample_weight : ndarray of shape (n_samples,)
-        Host weights.
-    mean : float, default=None
-        None for the sum of the entries, else the mean :math:`\mu` to centre
-        them on for the sum of squares.
-
-    Returns
-    -------
-    float
+    Accumulated in float64 (the device's widest float) by row blocks (a
+    block-sized float64 copy at a time, never one of ``X``), in ``X``'s
+    namespace: each row's sum does not depend on the block size.
     """
     xp, device = get_namespace(X)
     wide = wide_dtype(xp, device)
@@ -95,9 +73,52 @@ def weighted_sum(X, sample_weight, mean=None) -> float:
             per_row.write(rows, np.einsum("ij,ij->i", centred, centred))
         else:
             per_row.write(rows, xp.sum(centred * centred, axis=1))
+    return per_row.result()
+
+
+def weighted_terms(X, sample_weight, mean=None):
+    r"""Return NumPy rows' terms :math:`w_i \sum_j x_{ij}` (or of the squares).
+
+    :func:`math.fsum` of them is :func:`weighted_sum`: a Dask fit gathers
+    each chunk's terms (one float per row) and sums them all at once, so that
+    its ``gamma`` equals the in-memory one to the last bit however the rows
+    are chunked.
+    """
+    return np.asarray(sample_weight, dtype=np.float64) * _row_sums(X, mean)
+
+
+def weighted_sum(X, sample_weight, mean=None) -> float:
+    r"""Return the weighted sum of the entries, or of their squared deviations.
+
+    :math:`\sum_i w_i \sum_j x_{ij}`, or with ``mean``
+    :math:`\sum_i w_i \sum_j (x_{ij} - \mu)^2`: the two passes of the
+    weighted variance, on dense rows of any namespace. The per-row sums are
+    reduced once at the end. On the host that reduction is exactly rounded
+    (:func:`math.fsum` of :func:`weighted_terms`), so that it does not depend
+    on the order of the rows either: a row permutation then gives the same
+    ``gamma`` to the last bit (a dot product's rounding followed the row
+    order, and one ulp of ``gamma`` was enough to move some test labels of a
+    kernel fit).
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features)
+        Dense rows.
+    sample_weight : ndarray of shape (n_samples,)
+        Host weights.
+    mean : float, default=None
+        None for the sum of the entries, else the mean :math:`\mu` to centre
+        them on for the sum of squares.
+
+    Returns
+    -------
+    float
+    """
     if isinstance(X, np.ndarray):
-        return math.fsum(np.asarray(sample_weight, dtype=np.float64) * per_row.result())
-    return float(to_device(sample_weight, xp, device, dtype=wide) @ per_row.result())
+        return math.fsum(weighted_terms(X, sample_weight, mean))
+    xp, device = get_namespace(X)
+    weights = to_device(sample_weight, xp, device, dtype=wide_dtype(xp, device))
+    return float(weights @ _row_sums(X, mean))
 
 
 def weighted_variance(X, sample_weight) -> float:

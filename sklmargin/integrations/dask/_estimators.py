@@ -302,7 +302,7 @@ def fit_dask(estimator, X, y, sample_weight=None):
     estimator.n_features_in_ = X.shape[1]
     if hasattr(estimator, "feature_names_in_"):
         del estimator.feature_names_in_
-    n_features = fit_feature_map_dask(estimator, source, sw_total)
+    n_features = fit_feature_map_dask(estimator, source)
     mapper = share(estimator._map_features)
 
     constant = 0.0

@@ -5,11 +5,11 @@ from the data is reduced over the chunks:
 
 * ``gamma="scale"``: the sample-weighted variance of all entries,
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
-  the in-memory fit's two passes: each chunk's
-  :func:`~sklmargin.features._gamma.weighted_sum` (of the entries, then of the
-  squared deviations from their mean), added on the client and finished by the
-  same round-off floor for constant data, so integer weights still equal
-  repeated rows and constant rows give ``gamma_ = 1``.
+  the in-memory fit's two passes: each chunk's per-row
+  :func:`~sklmargin.features._gamma.weighted_terms` (of the entries, then of
+  the squared deviations from their mean), summed exactly on the client
+  (one float per row) and finished by the same round-off floor for constant
+  data: the in-memory ``gamma_`` to the last bit, whatever the chunks.
 * random Fourier features: nothing else; their frequencies depend only on the
   width, ``d`` and ``random_state``, so the map equals the in-memory one.
 * Nystroem: the centres the in-memory fit would choose. The selectors draw
@@ -31,12 +31,13 @@ from the data is reduced over the chunks:
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from ...features._centres import choose_centres
-from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
+from ...features._gamma import gamma_from_variance, round_off_floor, weighted_terms
 from ...features._row_keys import distinct_row_hashes, unique_hashes
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
@@ -86,22 +87,26 @@ def _fetch_rows(source, wanted, located):
     return rows
 
 
-def _weighted_sum_in(rows, weights, dtype, mean=None):
-    """:func:`weighted_sum` of a chunk's rows cast to ``dtype`` (the map's)."""
-    return weighted_sum(rows.astype(dtype, copy=False), weights, mean)
+def _terms_in(rows, weights, dtype, mean=None):
+    """Return a chunk's weights and :func:`weighted_terms` of its rows in ``dtype``."""
+    return weights, weighted_terms(rows.astype(dtype, copy=False), weights, mean)
 
 
-def _scale(source, sw_total, dtype):
-    """``gamma="scale"`` of the rows, as in memory: the chunks' weighted sums, added.
+def _scale(source, dtype):
+    """``gamma="scale"`` of the rows, as in memory, whatever the chunks.
 
     The rows are cast to the map's ``dtype`` first, as the in-memory fit
     casts them before its map reads their variance (float32 rows moved
-    ``gamma`` by 6e-10 relative, enough to move some labels).
+    ``gamma`` by 6e-10 relative, enough to move some labels). Each pass
+    gathers one float per row (and the weights), which :func:`math.fsum`
+    sums exactly as in memory: adding each chunk's sum instead moved
+    ``gamma`` by an ulp with the chunking.
     """
-    total_weight = sw_total * source.n_features_in
-    mean = sum(source.per_chunk(_weighted_sum_in, dtype)) / total_weight
-    squares = sum(source.per_chunk(_weighted_sum_in, dtype, mean))
-    variance = round_off_floor(squares / total_weight, mean)
+    weights, terms = zip(*source.per_chunk(_terms_in, dtype), strict=True)
+    total_weight = math.fsum(np.concatenate(weights)) * source.n_features_in
+    mean = math.fsum(np.concatenate(terms)) / total_weight
+    terms = [terms for _, terms in source.per_chunk(_terms_in, dtype, mean)]
+    variance = round_off_floor(math.fsum(np.concatenate(terms)) / total_weight, mean)
     return gamma_from_variance(variance, source.n_features_in)
 
 
@@ -168,7 +173,7 @@ def _path_map(estimator, source):
     return feature_map._n_features_out
 
 
-def fit_feature_map_dask(estimator, source, sw_total):
+def fit_feature_map_dask(estimator, source):
     """Set ``estimator.feature_map_`` (kernel estimator); return the map's width.
 
     The estimator's :class:`~sklmargin.features._kernel_features.KernelFeatures`
@@ -199,7 +204,7 @@ def fit_feature_map_dask(estimator, source, sw_total):
 
     kernel = estimator._kernel_features().fit_statistics(
         source.n_samples, source.n_features_in, source.dtype,
-        lambda dtype: _scale(source, sw_total, dtype), centres,
+        lambda dtype: _scale(source, dtype), centres,
     )  # fmt: skip
     estimator.compute_dtype_ = kernel.dtype_.name
     if sampled:
