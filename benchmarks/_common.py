@@ -32,7 +32,9 @@ import numpy as np
 import scipy
 import sklearn
 from scipy.stats import rankdata
+from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 import sklmargin
@@ -268,6 +270,39 @@ def load_split(data_dir: Path, name: str):
             file=sys.stderr,
         )
     return tuple(arrays[key] for key in keys)
+
+
+def generated_split(n: int, dtype=np.float32):
+    """The kernel scale benchmarks' rows: ``X_train, y_train, X_test, y_test``.
+
+    ``make_classification(n_samples=n + 10000, n_features=50,
+    n_informative=30, n_classes=10, random_state=0)``: the first ``n`` rows
+    train, the last 10,000 test, standardised on the training rows (in
+    float64), then cast to ``dtype`` (float32 by default, as the device runs).
+    """
+    X, y = make_classification(
+        n_samples=n + 10_000, n_features=50, n_informative=30, n_classes=10,
+        random_state=0,
+    )  # fmt: skip
+    X = StandardScaler().fit(X[:n]).transform(X).astype(dtype)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def device_timed(call: Callable, torch=None, device="cpu"):
+    """``(result, wall s, CPU s)`` of ``call()``, a cuda queue drained on both ends.
+
+    Device work is queued asynchronously: without the drains a cuda fit's
+    clock stops before its last kernels ran (and starts while the previous
+    call's still run). ``torch`` None or a host ``device``: no drain.
+    """
+    cuda = torch is not None and str(device).startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    if cuda:
+        torch.cuda.synchronize()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def _read_npz(name: str, path: Path):

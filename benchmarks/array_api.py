@@ -29,11 +29,11 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # scikit-learn's dispatch needs it
 
 import argparse  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
+from _common import device_timed  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import sklmargin  # noqa: E402
@@ -75,22 +75,6 @@ def _backends(numpy_only):
         print("torch cuda: skipped, no GPU visible (torch.cuda.is_available() False)")
 
 
-def _timed(call):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = call()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
-
-
-def _synchronised(call, torch):
-    def run():
-        result = call()
-        if torch is not None and torch.cuda.is_available():
-            torch.cuda.synchronize()
-        return result
-
-    return run
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
@@ -124,21 +108,20 @@ def main():
         reference = None
         for backend, namespace in backends:
             model = sklearn.base.clone(estimator)
-            torch = None if namespace is None else namespace[0]
+            torch, device = namespace or (None, "cpu")
             if namespace is None:
                 X_in, y_in, context = X, y, sklearn.config_context()
             else:
-                torch, device = namespace
                 X_in = torch.asarray(X, device=device)
                 y_in = torch.asarray(y, device=device)
                 context = sklearn.config_context(array_api_dispatch=True)
             with context, threadpool_limits(1), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _, fit_wall, fit_cpu = _timed(
-                    _synchronised(lambda m=model, a=X_in, b=y_in: m.fit(a, b), torch)
+                _, fit_wall, fit_cpu = device_timed(
+                    lambda m=model, a=X_in, b=y_in: m.fit(a, b), torch, device
                 )
-                proba, predict_wall, predict_cpu = _timed(
-                    _synchronised(lambda m=model, a=X_in: m.predict_proba(a), torch)
+                proba, predict_wall, predict_cpu = device_timed(
+                    lambda m=model, a=X_in: m.predict_proba(a), torch, device
                 )
             if namespace is not None:
                 proba = proba.cpu().numpy()

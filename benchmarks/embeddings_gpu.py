@@ -46,12 +46,18 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # scikit-learn's dispatch needs it
 
 import argparse  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
-from _common import add_data_argument, command_line, machine, now, versions  # noqa: E402
+from _common import (  # noqa: E402
+    add_data_argument,
+    command_line,
+    device_timed,
+    machine,
+    now,
+    versions,
+)
 from sklearn.linear_model import LogisticRegressionCV  # noqa: E402
 
 from sklmargin import (  # noqa: E402
@@ -102,14 +108,6 @@ def synthetic(n, d=512, n_classes=100, noise=0.2, seed=0):
     return X_train, y_train, X_test, y_test
 
 
-def _timed(fit, synchronize):
-    """``(result, wall s, CPU s)`` of ``fit()``, device work included."""
-    start, cpu_start = time.perf_counter(), time.process_time()
-    result = fit()
-    synchronize()
-    return result, time.perf_counter() - start, time.process_time() - cpu_start
-
-
 def _iterations(model):
     inner = getattr(model, "estimator_", None) or model
     return int(np.max(inner.n_iter_))
@@ -128,13 +126,12 @@ def run(name, data, repeats, torch, models=MODELS, peer=True):
         backends = ["numpy", "cuda"] if cuda else ["numpy"]
         for backend in backends:
             if backend == "numpy":
-                X, y, Xt, sync = X_train, y_train, X_test, lambda: None
-                dispatch = False
+                X, y, Xt, dispatch = X_train, y_train, X_test, False
             else:
                 X = torch.asarray(X_train, device="cuda")
                 y = torch.asarray(y_train, device="cuda")
                 Xt = torch.asarray(X_test, device="cuda")
-                sync, dispatch = torch.cuda.synchronize, True
+                dispatch = True
             walls, cpus = [], []
             with sklearn.config_context(array_api_dispatch=dispatch):
                 with warnings.catch_warnings():
@@ -142,8 +139,8 @@ def run(name, data, repeats, torch, models=MODELS, peer=True):
                     if backend == "cuda":  # warm-up: cuBLAS handles, kernels
                         make().fit(X, y)
                     for _ in range(repeats):
-                        model, wall, cpu = _timed(
-                            lambda make=make, X=X, y=y: make().fit(X, y), sync
+                        model, wall, cpu = device_timed(
+                            lambda make=make, X=X, y=y: make().fit(X, y), torch, backend
                         )
                         walls.append(wall)
                         cpus.append(cpu)
@@ -170,9 +167,8 @@ def run(name, data, repeats, torch, models=MODELS, peer=True):
         return
     with warnings.catch_warnings():  # scikit-learn's FutureWarnings of 1.9
         warnings.simplefilter("ignore")
-        model, wall, cpu = _timed(
-            lambda: LogisticRegressionCV(Cs=10, cv=3).fit(X_train, y_train),
-            lambda: None,
+        model, wall, cpu = device_timed(
+            lambda: LogisticRegressionCV(Cs=10, cv=3).fit(X_train, y_train)
         )
     accuracy = float(np.mean(model.predict(X_test) == y_test))
     print(

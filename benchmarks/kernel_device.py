@@ -45,14 +45,11 @@ import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import json  # noqa: E402
 import pstats  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _common import machine, now, versions  # noqa: E402
+from _common import device_timed, generated_split, machine, now, versions  # noqa: E402
 from sklearn import config_context  # noqa: E402
-from sklearn.datasets import make_classification  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from sklmargin import KernelMarginSoftmaxClassifier  # noqa: E402
 
@@ -75,15 +72,8 @@ STAGES = (
 
 
 def issue_data(n, torch, device):
-    """The issue's rows: ``(X_train, y_train, X_test, y_test)`` on ``device``."""
-    X, y = make_classification(
-        n_samples=n + 10_000, n_features=50, n_informative=30, n_classes=10,
-        random_state=0,
-    )  # fmt: skip
-    scaler = StandardScaler().fit(X[:n])
-    X = scaler.transform(X).astype(np.float32)
-    parts = (X[:n], y[:n], X[n:], y[n:])
-    return tuple(torch.asarray(part, device=device) for part in parts)
+    """The issue's rows (:func:`generated_split`) as tensors on ``device``."""
+    return tuple(torch.asarray(part, device=device) for part in generated_split(n))
 
 
 def make_model(name):
@@ -93,17 +83,6 @@ def make_model(name):
     if name == "path":
         return KernelMarginSoftmaxClassifier(n_components="path")
     return KernelMarginSoftmaxClassifier(n_components=int(name))
-
-
-def synchronised(torch, device, call):
-    """Wall seconds of ``call()`` with the device's queue drained on both ends."""
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    result = call()
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    return result, time.perf_counter() - start
 
 
 def stage_seconds(profile):
@@ -131,8 +110,10 @@ def gemm_floor(torch, device, n, width, n_classes, dtype, repeats=5):
     def both():
         return features @ coef, features.T @ grad
 
-    synchronised(torch, device, both)  # first call: kernels load
-    _, seconds = synchronised(torch, device, lambda: [both() for _ in range(repeats)])
+    device_timed(both, torch, device)  # first call: kernels load
+    _, seconds, _ = device_timed(
+        lambda: [both() for _ in range(repeats)], torch, device
+    )
     return seconds / repeats
 
 
@@ -142,13 +123,13 @@ def run(n, name, torch, device):
     model = make_model(name)
     with config_context(array_api_dispatch=True), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, fit_s = synchronised(torch, device, lambda: model.fit(X, y))
-        labels, predict_s = synchronised(torch, device, lambda: model.predict(X_test))
+        _, fit_s, _ = device_timed(lambda: model.fit(X, y), torch, device)
+        labels, predict_s, _ = device_timed(
+            lambda: model.predict(X_test), torch, device
+        )
         profile = cProfile.Profile()
         profile.enable()
-        make_model(name).fit(X, y)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+        device_timed(lambda: make_model(name).fit(X, y), torch, device)
         profile.disable()
     accuracy = float((labels == y_test).to(torch.float64).mean())
     evaluations = int(model._fit_stats.get("n_evaluations", 0))

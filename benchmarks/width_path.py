@@ -6,8 +6,9 @@ n_informative=30, n_classes=10, random_state=0)``, first 20,000 rows to train,
 last 10,000 to test) and, for every ``N`` in ``--sizes``, ``gen_N``:
 ``make_classification(n_samples=N + 10000, n_features=50, n_informative=30,
 n_classes=10, random_state=0)``, first N rows to train, last 10,000 to test,
-float32 -- the rows are standardised (``StandardScaler`` fitted on the training
-split, outside the timings) and each model is fitted once, one BLAS thread, CPU
+float32 (``_common.generated_split``: standardised in float64, then cast) --
+the rows are standardised (``StandardScaler`` fitted on the training split,
+outside the timings) and each model is fitted once, one BLAS thread, CPU
 seconds (``time.process_time``) beside wall seconds:
 
 * ``path``: ``KernelMarginSoftmaxClassifier(n_components="path",
@@ -35,7 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import make_classification
+from _common import generated_split
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
@@ -49,19 +50,12 @@ SETS = ("vowel", "segment", "dna", "satimage", "pendigits", "usps", "letter", "a
 
 def load(name, data):
     """``(X_train, y_train, X_test, y_test)``, standardised."""
-    if name == "synthetic" or name.startswith("gen_"):
-        n = 20000 if name == "synthetic" else int(name[4:])
-        X, y = make_classification(
-            n_samples=n + 10000, n_features=50, n_informative=30, n_classes=10,
-            random_state=0,
-        )  # fmt: skip
-        parts = X[:n], y[:n], X[n:], y[n:]
-        if name.startswith("gen_"):
-            parts = (parts[0].astype(np.float32), parts[1],
-                     parts[2].astype(np.float32), parts[3])  # fmt: skip
-    else:
-        with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as f:
-            parts = tuple(f[k] for k in ("X_train", "y_train", "X_test", "y_test"))
+    if name == "synthetic":
+        return generated_split(20000, np.float64)
+    if name.startswith("gen_"):
+        return generated_split(int(name[4:]))
+    with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as f:
+        parts = tuple(f[k] for k in ("X_train", "y_train", "X_test", "y_test"))
     X_train, y_train, X_test, y_test = parts
     scaler = StandardScaler().fit(X_train)
     dtype = X_train.dtype

@@ -30,16 +30,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.preprocessing import StandardScaler
 
 import sklmargin.features._centres as centres_module
 from sklmargin import KernelMarginSoftmaxClassifier
+
+# The shared helpers (_common.py) live one folder up, in benchmarks/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import generated_split  # noqa: E402
 
 LLOYD_STEPS = 5
 # Predict is timed as the median of this many calls (HGB's single calls
@@ -53,19 +57,6 @@ def uniform_lloyd_centres(rows, weights, n_centres, gamma, rng, keys=None):
     seeds = centres_module.uniform_indices(weights, n_centres, rng, keys)
     centres = centres_module.lloyd_steps(rows, weights, rows[seeds], LLOYD_STEPS)
     return centres.astype(rows.dtype, copy=False)
-
-
-def split(n):
-    X, y = make_classification(
-        n_samples=n + 10000, n_features=50, n_informative=30, n_classes=10,
-        random_state=0,
-    )  # fmt: skip
-    scaler = StandardScaler().fit(X[:n])
-    f32 = np.float32
-    return (
-        scaler.transform(X[:n]).astype(f32), y[:n],
-        scaler.transform(X[n:]).astype(f32), y[n:],
-    )  # fmt: skip
 
 
 def measure(name, model, data):
@@ -100,7 +91,7 @@ def main():
     parser.add_argument("--n", type=int, default=100000)
     parser.add_argument("--models", nargs="+", default=["hgb", "{}"])
     args = parser.parse_args()
-    data = split(args.n)
+    data = generated_split(args.n)
     for name in args.models:
         if name == "hgb":
             model = HistGradientBoostingClassifier(random_state=0)
