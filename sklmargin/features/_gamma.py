@@ -52,12 +52,39 @@ def round_off_floor(variance: float, mean: float) -> float:
     return variance
 
 
-def _row_sums(X, mean=None):
-    """Per-row sums of the entries (or squared deviations from ``mean``), wide.
+def weighted_sum(X, sample_weight, mean=None, terms=False):
+    r"""Return the weighted sum of the entries, or of their squared deviations.
 
-    Accumulated in float64 (the device's widest float) by row blocks (a
-    block-sized float64 copy at a time, never one of ``X``), in ``X``'s
-    namespace: each row's sum does not depend on the block size.
+    :math:`\sum_i w_i \sum_j x_{ij}`, or with ``mean``
+    :math:`\sum_i w_i \sum_j (x_{ij} - \mu)^2`: the two passes of the
+    weighted variance, on dense rows of any namespace (or one Dask chunk).
+    Per-row sums are accumulated in float64 (the device's widest float) by
+    row blocks (a block-sized float64 copy at a time, never one of ``X``) and
+    reduced once at the end, so that the result does not depend on the block
+    size. On the host that reduction is exactly rounded (:func:`math.fsum`
+    of the weighted per-row sums), so that it does not depend on the order
+    of the rows either: a row permutation then gives the same ``gamma`` to
+    the last bit (a dot product's rounding followed the row order, and one
+    ulp of ``gamma`` was enough to move some test labels of a kernel fit).
+    A Dask fit gathers every chunk's terms (``terms=True``, one float per
+    row) and sums them all at once the same way: the in-memory ``gamma``
+    however the rows are chunked.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features)
+        Dense rows.
+    sample_weight : ndarray of shape (n_samples,)
+        Host weights.
+    mean : float, default=None
+        None for the sum of the entries, else the mean :math:`\mu` to centre
+        them on for the sum of squares.
+    terms : bool, default=False
+        Return the NumPy rows' weighted per-row sums, the terms the sum adds.
+
+    Returns
+    -------
+    float, or ndarray of shape (n_samples,) with ``terms``
     """
     xp, device = get_namespace(X)
     wide = wide_dtype(xp, device)
@@ -73,52 +100,10 @@ def _row_sums(X, mean=None):
             per_row.write(rows, np.einsum("ij,ij->i", centred, centred))
         else:
             per_row.write(rows, xp.sum(centred * centred, axis=1))
-    return per_row.result()
-
-
-def weighted_terms(X, sample_weight, mean=None):
-    r"""Return NumPy rows' terms :math:`w_i \sum_j x_{ij}` (or of the squares).
-
-    :func:`math.fsum` of them is :func:`weighted_sum`: a Dask fit gathers
-    each chunk's terms (one float per row) and sums them all at once, so that
-    its ``gamma`` equals the in-memory one to the last bit however the rows
-    are chunked.
-    """
-    return np.asarray(sample_weight, dtype=np.float64) * _row_sums(X, mean)
-
-
-def weighted_sum(X, sample_weight, mean=None) -> float:
-    r"""Return the weighted sum of the entries, or of their squared deviations.
-
-    :math:`\sum_i w_i \sum_j x_{ij}`, or with ``mean``
-    :math:`\sum_i w_i \sum_j (x_{ij} - \mu)^2`: the two passes of the
-    weighted variance, on dense rows of any namespace. The per-row sums are
-    reduced once at the end. On the host that reduction is exactly rounded
-    (:func:`math.fsum` of :func:`weighted_terms`), so that it does not depend
-    on the order of the rows either: a row permutation then gives the same
-    ``gamma`` to the last bit (a dot product's rounding followed the row
-    order, and one ulp of ``gamma`` was enough to move some test labels of a
-    kernel fit).
-
-    Parameters
-    ----------
-    X : array of shape (n_samples, n_features)
-        Dense rows.
-    sample_weight : ndarray of shape (n_samples,)
-        Host weights.
-    mean : float, default=None
-        None for the sum of the entries, else the mean :math:`\mu` to centre
-        them on for the sum of squares.
-
-    Returns
-    -------
-    float
-    """
     if isinstance(X, np.ndarray):
-        return math.fsum(weighted_terms(X, sample_weight, mean))
-    xp, device = get_namespace(X)
-    weights = to_device(sample_weight, xp, device, dtype=wide_dtype(xp, device))
-    return float(weights @ _row_sums(X, mean))
+        weighted = np.asarray(sample_weight, dtype=np.float64) * per_row.result()
+        return weighted if terms else math.fsum(weighted)
+    return float(to_device(sample_weight, xp, device, dtype=wide) @ per_row.result())
 
 
 def weighted_variance(X, sample_weight) -> float:

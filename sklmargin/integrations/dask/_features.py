@@ -5,8 +5,8 @@ from the data is reduced over the chunks:
 
 * ``gamma="scale"``: the sample-weighted variance of all entries,
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
-  the in-memory fit's two passes: each chunk's per-row
-  :func:`~sklmargin.features._gamma.weighted_terms` (of the entries, then of
+  the in-memory fit's two passes: each chunk's per-row terms of
+  :func:`~sklmargin.features._gamma.weighted_sum` (of the entries, then of
   the squared deviations from their mean), summed exactly on the client
   (one float per row) and finished by the same round-off floor for constant
   data: the in-memory ``gamma_`` to the last bit, whatever the chunks.
@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from ...features._centres import choose_centres
-from ...features._gamma import gamma_from_variance, round_off_floor, weighted_terms
+from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
 from ...features._row_keys import distinct_row_hashes, unique_hashes
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
@@ -88,8 +88,9 @@ def _fetch_rows(source, wanted, located):
 
 
 def _terms_in(rows, weights, dtype, mean=None):
-    """Return a chunk's weights and :func:`weighted_terms` of its rows in ``dtype``."""
-    return weights, weighted_terms(rows.astype(dtype, copy=False), weights, mean)
+    """Return a chunk's weights and the :func:`weighted_sum` terms of its rows."""
+    rows = rows.astype(dtype, copy=False)
+    return weights, weighted_sum(rows, weights, mean, terms=True)
 
 
 def _scale(source, dtype):
