@@ -424,12 +424,6 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         from ..features._input_transform import apply_input_transform
         from ._metric import training_row_keys
 
-        # The labels a data-chosen width scores its path on (_path_map); set
-        # only where a path is walked, and taken by _fit_feature_map.
-        if learn and self._walks_path():
-            self._path_labels = y_encoded
-        else:
-            self.__dict__.pop("_path_labels", None)
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
@@ -525,8 +519,9 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             and previous == self._map_key(X, xp)
         )
 
-    def _fit_feature_map(self, X, sample_weight, xp=NUMPY, device="cpu", mapped=None):
-        labels = self.__dict__.pop("_path_labels", None)
+    def _fit_feature_map(
+        self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu", mapped=None
+    ):
         # A path model left by a fit that failed after its path: not this map's.
         self.__dict__.pop("_start_model", None)
         if mapped is not None:  # a CV fold's map and rows, used as they are
@@ -539,7 +534,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             # _fit_input_transform compares it.
             key = self._map_key(X, xp)
             self.__dict__.pop("width_path_", None)
-            chosen = self._path_map(X, labels, sample_weight, xp, device)
+            chosen = self._path_map(X, y_encoded, sample_weight, xp, device)
             if chosen is not None:
                 self.feature_map_, features = chosen
             else:
@@ -566,10 +561,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         """``(map, mapped rows)`` at the width the data choose, or None.
 
         ``n_components="path"`` (:func:`~sklmargin.features._width.path_map`);
-        None (the rule's width) without labels, for another map or selector,
-        or where the path has nothing to walk.
+        None (the rule's width) for another map or selector, or where the
+        path has nothing to walk.
         """
-        if y_encoded is None or not self._walks_path():
+        if not self._walks_path():
             return None
         from ..features._width import path_map
 
