@@ -425,9 +425,10 @@ class BaseMarginSoftmax(
         device, its transfer time) are kept in ``_fit_stats``.
         """
         margin, s = objective.margin, objective.s
-        # A data-chosen width's path model (the kernel estimator): fitted on
-        # this fit's map, so it comes before the previous call's solution.
-        start = self.__dict__.pop("_start_model", None)
+        # A data-chosen width's path model (the kernel estimator's
+        # _fit_feature_map): fitted on this fit's map, so it comes before the
+        # previous call's solution.
+        start = self.__dict__.pop("_path_start", None)
         x0 = None if start is None else warm_start_params(start, objective)
         if x0 is None:
             x0 = warm_start_params(self, objective)

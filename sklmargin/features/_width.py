@@ -411,13 +411,11 @@ def _finish(nested, features, perm, start, path, template):
 
 
 def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
-    """Walk the kernel ``estimator``'s path on rows ``X``: ``(map, features)`` or None.
+    """Walk the kernel ``estimator``'s path on rows ``X``: a WidthChoice or None.
 
     :func:`choose_width` on a host copy of the rows in the compute dtype,
-    with ``gamma`` resolved as the estimator's own map resolves it; sets
-    ``width_path_`` and the path's model at the chosen width as the final
-    fit's start (``_start_model``). Array API rows get the fitted map and
-    the features on their device.
+    with ``gamma`` resolved as the estimator's own map resolves it. Array API
+    rows get the fitted map and the features on their device.
     """
     from functools import partial
 
@@ -445,12 +443,7 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
         gamma, check_random_state(estimator.random_state),
         partial(fit_path_model, estimator), template,
     )  # fmt: skip
-    if choice is None:
-        return None
-    estimator.width_path_ = choice.path
-    estimator._start_model = choice.start
-    features = choice.features
-    if xp is not NUMPY:
+    if choice is not None and xp is not NUMPY:
         move_fitted_arrays(choice.feature_map, _FITTED_ARRAYS, xp, device)
-        features = to_device(features, xp, device)
-    return choice.feature_map, features
+        choice.features = to_device(choice.features, xp, device)
+    return choice
