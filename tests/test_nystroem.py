@@ -143,6 +143,26 @@ def test_kmeans_finds_separated_cluster_means():
     np.testing.assert_allclose(centres[order], true, atol=1e-10)
 
 
+def test_lloyd_steps_hold_no_copy_of_the_rows():
+    import tracemalloc
+
+    from sklmargin.features._centres import lloyd_steps
+
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((20000, 50)).astype(np.float32)
+    weights = rng.uniform(0.5, 2.0, X.shape[0])
+    tracemalloc.start()
+    try:
+        centres = lloyd_steps(X, weights, X[:100], 2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # A float64 copy of the rows would be 8 MB; the steps hold a few row
+    # vectors (labels, one weighted column) and one block of rows.
+    assert peak < X.size * 8 / 4
+    assert centres.shape == (100, 50) and np.isfinite(centres).all()
+
+
 def test_rpcholesky_stops_when_the_residual_vanishes():
     # A kernel that is numerically of low rank: tiny gamma on a line of points.
     X = np.linspace(0, 1, 200)[:, None]
