@@ -221,6 +221,21 @@ def test_gamma_rules():
     assert NystroemFeatures(gamma="median").fit(constant).gamma_ == 1.0
 
 
+def test_median_gamma_reuses_the_fits_row_hashes(monkeypatch):
+    from sklmargin.features import _nystroem, _row_keys
+
+    calls, original = [], _row_keys.row_hashes
+
+    def counting(X):
+        calls.append(X.shape[0])
+        return original(X)
+
+    monkeypatch.setattr(_row_keys, "row_hashes", counting)
+    monkeypatch.setattr(_nystroem, "row_hashes", counting)
+    NystroemFeatures(n_components=5, gamma="median").fit(_data(n=200, d=4))
+    assert calls == [200]  # once, for the draw of gamma's rows and the centres
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_blocked_transform_equals_one_block(monkeypatch, dtype):
     X = _data(n=500).astype(dtype)
