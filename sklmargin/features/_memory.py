@@ -127,10 +127,8 @@ def fit_bytes(
     the dense rows the map works on beside them (``n x dense_columns x
     itemsize``: sparse rows densified, the path's copies of the rows).
     """
-    n, m = int(n_samples), int(width)
-    need = copies * n * m * int(itemsize) + (
-        WHITENING_COPIES * 8 * m * m if whitening else 0
-    )
+    n, m, size = int(n_samples), int(width), int(itemsize)
+    need = copies * n * m * size + (WHITENING_COPIES * 8 * m * m if whitening else 0)
     need += BLOCK_COPIES * blocks.BLOCK_BYTES + _dense_bytes(n, dense_columns, itemsize)
     if factor_rows:
         need += 8 * n * m
@@ -190,15 +188,11 @@ def check_fit_memory(
         return
     widest = widest_width(n_samples, itemsize, *terms, budget=budget, copies=copies)
     dense = _dense_bytes(n_samples, dense_columns, itemsize)
-    source = (
-        "MEMORY_BUDGET"
-        if MEMORY_BUDGET is not None
-        else (
-            BUDGET_VARIABLE
-            if os.environ.get(BUDGET_VARIABLE)
-            else f"{MEMORY_FRACTION:g} of the memory available now"
-        )
-    )
+    source = f"{MEMORY_FRACTION:g} of the memory available now"
+    if os.environ.get(BUDGET_VARIABLE):
+        source = BUDGET_VARIABLE
+    if MEMORY_BUDGET is not None:
+        source = "MEMORY_BUDGET"
     mapped = int(n_samples) * int(width) * int(itemsize)
     raise ValueError(
         f"A kernel fit of {int(n_samples)} rows x {int(width)} components x "
