@@ -143,6 +143,26 @@ def test_kmeans_finds_separated_cluster_means():
     np.testing.assert_allclose(centres[order], true, atol=1e-10)
 
 
+def test_lloyd_steps_hold_no_copy_of_the_rows():
+    import tracemalloc
+
+    from sklmargin.features._centres import lloyd_steps
+
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((20000, 50)).astype(np.float32)
+    weights = rng.uniform(0.5, 2.0, X.shape[0])
+    tracemalloc.start()
+    try:
+        centres = lloyd_steps(X, weights, X[:100], 2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # A float64 copy of the rows would be 8 MB; the steps hold a few row
+    # vectors (labels, one weighted column) and one block of rows.
+    assert peak < X.size * 8 / 4
+    assert centres.shape == (100, 50) and np.isfinite(centres).all()
+
+
 def test_rpcholesky_stops_when_the_residual_vanishes():
     # A kernel that is numerically of low rank: tiny gamma on a line of points.
     X = np.linspace(0, 1, 200)[:, None]
@@ -199,6 +219,21 @@ def test_gamma_rules():
     constant = np.ones((10, 3))
     assert NystroemFeatures(gamma="scale").fit(constant).gamma_ == 1.0
     assert NystroemFeatures(gamma="median").fit(constant).gamma_ == 1.0
+
+
+def test_median_gamma_reuses_the_fits_row_hashes(monkeypatch):
+    from sklmargin.features import _nystroem, _row_keys
+
+    calls, original = [], _row_keys.row_hashes
+
+    def counting(X):
+        calls.append(X.shape[0])
+        return original(X)
+
+    monkeypatch.setattr(_row_keys, "row_hashes", counting)
+    monkeypatch.setattr(_nystroem, "row_hashes", counting)
+    NystroemFeatures(n_components=5, gamma="median").fit(_data(n=200, d=4))
+    assert calls == [200]  # once, for the draw of gamma's rows and the centres
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -98,13 +98,56 @@ def test_torch_and_dask_choose_the_numpy_width(small_path):
     assert on_dask.width_path_["widths"] == base.width_path_["widths"]
 
 
+def _path_bytes(n, width, itemsize, dense_columns):
+    """The path's peak: PATH_COPIES mapped rows and ``dense_columns`` of rows."""
+    from sklmargin.features import _memory
+
+    copies = _memory.fit_bytes(n, width, _width.PATH_COPIES * itemsize)
+    return copies + n * dense_columns * itemsize
+
+
 def test_path_within_the_memory_budget(small_path, monkeypatch):
     from sklmargin.features import _memory
 
     X, y = _data()
-    n = X.shape[0]
-    budget = _memory.fit_bytes(n, 20, _width.PATH_COPIES * 8)
-    monkeypatch.setattr(_memory, "MEMORY_BUDGET", budget)
+    n, d = X.shape
+    # The path's copies of the mapped rows and its permuted copy of the rows.
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", _path_bytes(n, 20, 8, d))
     clf = KernelMarginSoftmaxClassifier(n_components="path", metric=None)
     clf.fit(X, y)
     assert clf.width_path_["cap"] == 20 and clf.n_components_ <= 20
+
+
+def test_path_counts_the_dense_copies_of_sparse_rows(small_path, monkeypatch):
+    from scipy import sparse
+
+    from sklmargin.features import _memory
+
+    X, y = _data()
+    n, d = X.shape
+    wide = sparse.hstack(
+        [sparse.csr_matrix(X), sparse.random(n, 300, density=0.01, random_state=0)],
+        format="csr",
+    )
+    d = wide.shape[1]
+    # Room for 20 components beside the densified rows and their permuted
+    # copy: without those the budget would hold a wider path.
+    budget = _path_bytes(n, 20, 8, 2 * d)
+    assert _path_bytes(n, 60, 8, 0) < budget
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", budget)
+    clf = KernelMarginSoftmaxClassifier(n_components="path", metric=None)
+    assert clf.fit(wide, y).width_path_["cap"] == 20
+
+
+def test_path_refusal_names_its_copies_and_entries(small_path, monkeypatch):
+    from sklmargin.features import _memory
+
+    X, y = _data()
+    n, d = X.shape
+    X = X.astype(np.float32)
+    # Room for a fit of one component, not for the path's three copies.
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", _memory.fit_bytes(n, 1, 4))
+    clf = KernelMarginSoftmaxClassifier(n_components="path", metric=None)
+    message = rf"{n} rows x 1 components x 4 bytes .*\(3 copies of the mapped rows"
+    with pytest.raises(ValueError, match=message):
+        clf.fit(X, y)

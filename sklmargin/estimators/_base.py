@@ -181,11 +181,14 @@ class BaseMarginSoftmax(
         """
         return apply_input_transform(X, getattr(self, "input_transform_", None))
 
-    def _fit_feature_map(self, X, sample_weight, xp=NUMPY, device="cpu", mapped=None):
+    def _fit_feature_map(
+        self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu", mapped=None
+    ):
         """Fit the feature map (if any) and return the mapped training rows.
 
-        ``mapped`` is a CV fold's ``(feature_map, mapped rows)``
-        (:meth:`_fold_features`), used as they are.
+        ``y_encoded`` are the encoded labels (a width the data choose is
+        scored on them); ``mapped`` is a CV fold's ``(feature_map, mapped
+        rows)`` (:meth:`_fold_features`), used as they are.
         """
         return X
 
@@ -364,7 +367,9 @@ class BaseMarginSoftmax(
         X = self._fit_input_transform(
             X, y_encoded, sample_weight, xp, device, learn=mapped is None
         )
-        features = self._fit_feature_map(X, sample_weight, xp, device, mapped)
+        features = self._fit_feature_map(
+            X, y_encoded, sample_weight, xp, device, mapped
+        )
         # Row norms once: for the lift's RMS and for the unit rows.
         norms = row_norms(features) if margin.uses_angle else None
         constant = (
@@ -420,9 +425,10 @@ class BaseMarginSoftmax(
         device, its transfer time) are kept in ``_fit_stats``.
         """
         margin, s = objective.margin, objective.s
-        # A data-chosen width's path model (the kernel estimator): fitted on
-        # this fit's map, so it comes before the previous call's solution.
-        start = self.__dict__.pop("_start_model", None)
+        # A data-chosen width's path model (the kernel estimator's
+        # _fit_feature_map): fitted on this fit's map, so it comes before the
+        # previous call's solution.
+        start = self.__dict__.pop("_path_start", None)
         x0 = None if start is None else warm_start_params(start, objective)
         if x0 is None:
             x0 = warm_start_params(self, objective)

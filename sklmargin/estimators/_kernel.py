@@ -424,12 +424,6 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         from ..features._input_transform import apply_input_transform
         from ._metric import training_row_keys
 
-        # The labels a data-chosen width scores its path on (_path_map); set
-        # only where a path is walked, and taken by _fit_feature_map.
-        if learn and self._walks_path():
-            self._path_labels = y_encoded
-        else:
-            self.__dict__.pop("_path_labels", None)
         if self.metric is None or not learn:  # (not learn: a CV fold's rows)
             self._set_input_transform(None)
             return X
@@ -525,10 +519,11 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             and previous == self._map_key(X, xp)
         )
 
-    def _fit_feature_map(self, X, sample_weight, xp=NUMPY, device="cpu", mapped=None):
-        labels = self.__dict__.pop("_path_labels", None)
-        # A path model left by a fit that failed after its path: not this map's.
-        self.__dict__.pop("_start_model", None)
+    def _fit_feature_map(
+        self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu", mapped=None
+    ):
+        # The start of the final fit (_solve) where this fit walks a path.
+        self._path_start = None
         if mapped is not None:  # a CV fold's map and rows, used as they are
             self.feature_map_, features = mapped
             self._fitted_map_key = None
@@ -539,9 +534,10 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             # _fit_input_transform compares it.
             key = self._map_key(X, xp)
             self.__dict__.pop("width_path_", None)
-            chosen = self._path_map(X, labels, sample_weight, xp, device)
-            if chosen is not None:
-                self.feature_map_, features = chosen
+            choice = self._path_map(X, y_encoded, sample_weight, xp, device)
+            if choice is not None:
+                self.feature_map_, features = choice.feature_map, choice.features
+                self.width_path_, self._path_start = choice.path, choice.start
             else:
                 kernel = self._kernel_features()
                 features = kernel.fit_transform(X, sample_weight, xp)
@@ -563,13 +559,13 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
         )
 
     def _path_map(self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
-        """``(map, mapped rows)`` at the width the data choose, or None.
+        """Return the width the data choose (a ``WidthChoice``), or None.
 
         ``n_components="path"`` (:func:`~sklmargin.features._width.path_map`);
-        None (the rule's width) without labels, for another map or selector,
-        or where the path has nothing to walk.
+        None (the rule's width) for another map or selector, or where the
+        path has nothing to walk.
         """
-        if y_encoded is None or not self._walks_path():
+        if not self._walks_path():
             return None
         from ..features._width import path_map
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import sparse
 from scipy.linalg import solve_triangular
 
 from ._kernel_block import rbf_kernel_block
@@ -257,29 +256,29 @@ def lloyd_steps(rows, weights, centres, n_steps):
     ndarray of shape (n_centres, n_features), float64
     """
     centres = np.array(centres, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)  # (the sums are float64)
     n_rows, n_features = rows.shape
-    # The rows with a column of ones, in float64: [x, 1] . [-2 c, |c|^2] is
-    # |x - c|^2 - |x|^2 (constant per row, so the argmin is the nearest
+    # A block of rows with a column of ones, in float64: [x, 1] . [-2 c, |c|^2]
+    # is |x - c|^2 - |x|^2 (constant per row, so the argmin is the nearest
     # centre's) in one GEMM, without elementwise passes over the distances.
-    lifted = np.empty((n_rows, n_features + 1))
-    lifted[:, :n_features] = rows
-    lifted[:, n_features] = 1.0
+    lifted = np.ones((min(n_rows, _LLOYD_BLOCK_ROWS), n_features + 1))
+    labels = np.empty(n_rows, dtype=np.intp)
     for _ in range(n_steps):
         targets = np.empty((centres.shape[0], n_features + 1))
         targets[:, :n_features] = -2.0 * centres
         targets[:, n_features] = np.einsum("ij,ij->i", centres, centres)
-        labels = np.empty(n_rows, dtype=np.intp)
         for start in range(0, n_rows, _LLOYD_BLOCK_ROWS):
-            batch = slice(start, start + _LLOYD_BLOCK_ROWS)
-            labels[batch] = np.argmin(lifted[batch] @ targets.T, axis=1)
+            block = rows[start : start + _LLOYD_BLOCK_ROWS]
+            part = lifted[: block.shape[0]]
+            part[:, :n_features] = block
+            labels[start : start + block.shape[0]] = np.argmin(part @ targets.T, 1)
         mass = np.bincount(labels, weights=weights, minlength=centres.shape[0])
-        # Weighted cluster sums as one sparse (clusters x rows) product.
-        membership = sparse.csr_matrix(
-            (weights, (labels, np.arange(n_rows))),
-            shape=(centres.shape[0], n_rows),
-        )
-        # (on the contiguous lifted rows: a column slice would be copied)
-        sums = np.asarray(membership @ lifted)[:, :n_features]
+        # Weighted cluster sums, a column at a time (no float64 copy of the
+        # rows): each adds w_i x_ij over the rows in order.
+        sums = np.empty_like(centres)
+        for j in range(n_features):
+            column = weights * rows[:, j]
+            sums[:, j] = np.bincount(labels, column, minlength=centres.shape[0])
         moved = mass > 0
         new_centres = centres.copy()
         new_centres[moved] = sums[moved] / mass[moved, None]

@@ -114,19 +114,21 @@ def memory_budget(X=None):
 
 
 def fit_bytes(
-    n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0
+    n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0,
+    copies=1,
 ):  # fmt: skip
     """Bytes a kernel fit of ``n_samples`` rows and ``width`` centres holds at its peak.
 
-    The mapped rows (``n x M x itemsize``), the float64 ``M x M`` whitening
+    ``copies`` of the mapped rows (``n x M x itemsize`` each: one for a fit,
+    more for the width path), the float64 ``M x M`` whitening
     of a Nyström map (:data:`WHITENING_COPIES` of it; none for the random
     Fourier maps), :data:`BLOCK_COPIES` row blocks, for randomly pivoted
     Cholesky centres (``factor_rows``) its float64 ``n x M`` factor and, for
-    sparse rows the Nyström map works on densified, their dense copy
-    (``n x dense_columns x itemsize``).
+    the dense rows the map works on beside them (``n x dense_columns x
+    itemsize``: sparse rows densified, the path's copies of the rows).
     """
-    n, m = int(n_samples), int(width)
-    need = n * m * int(itemsize) + (WHITENING_COPIES * 8 * m * m if whitening else 0)
+    n, m, size = int(n_samples), int(width), int(itemsize)
+    need = copies * n * m * size + (WHITENING_COPIES * 8 * m * m if whitening else 0)
     need += BLOCK_COPIES * blocks.BLOCK_BYTES + _dense_bytes(n, dense_columns, itemsize)
     if factor_rows:
         need += 8 * n * m
@@ -139,7 +141,7 @@ def _dense_bytes(n_samples, dense_columns, itemsize):
 
 def widest_width(
     n_samples, itemsize, whitening=True, factor_rows=False, dense_columns=0,
-    budget=None, X=None,
+    budget=None, X=None, copies=1,
 ):  # fmt: skip
     """Return the largest width whose fit (:func:`fit_bytes`) holds in the budget.
 
@@ -150,14 +152,14 @@ def widest_width(
         return math.inf
     # The largest integer m with a m^2 + b m + c <= 0.
     a = WHITENING_COPIES * 8 if whitening else 0
-    b = int(n_samples) * (int(itemsize) + (8 if factor_rows else 0))
+    b = int(n_samples) * (copies * int(itemsize) + (8 if factor_rows else 0))
     c = BLOCK_COPIES * blocks.BLOCK_BYTES - budget
     c += _dense_bytes(n_samples, dense_columns, itemsize)
     if c > 0:
         return 0
     root = -c / b if a == 0 else (-b + math.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
     width = int(root)
-    sizes = (n_samples, itemsize, whitening, factor_rows, dense_columns)
+    sizes = (n_samples, itemsize, whitening, factor_rows, dense_columns, copies)
     while width > 0 and fit_bytes(sizes[0], width, *sizes[1:]) > budget:
         width -= 1  # (round-off of the square root)
     return width
@@ -169,7 +171,7 @@ def _mib(size):
 
 def check_fit_memory(
     n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0,
-    X=None, budget=None,
+    X=None, budget=None, copies=1,
 ):  # fmt: skip
     """Raise a ValueError naming the sizes when a fit would exceed the budget.
 
@@ -181,24 +183,22 @@ def check_fit_memory(
     """
     budget = memory_budget(X) if budget is None else budget
     terms = (whitening, factor_rows, dense_columns)
-    need = fit_bytes(n_samples, width, itemsize, *terms)
+    need = fit_bytes(n_samples, width, itemsize, *terms, copies=copies)
     if need <= budget:
         return
-    widest = widest_width(n_samples, itemsize, *terms, budget=budget)
+    widest = widest_width(n_samples, itemsize, *terms, budget=budget, copies=copies)
     dense = _dense_bytes(n_samples, dense_columns, itemsize)
-    source = (
-        "MEMORY_BUDGET"
-        if MEMORY_BUDGET is not None
-        else (
-            BUDGET_VARIABLE
-            if os.environ.get(BUDGET_VARIABLE)
-            else f"{MEMORY_FRACTION:g} of the memory available now"
-        )
-    )
+    source = f"{MEMORY_FRACTION:g} of the memory available now"
+    if os.environ.get(BUDGET_VARIABLE):
+        source = BUDGET_VARIABLE
+    if MEMORY_BUDGET is not None:
+        source = "MEMORY_BUDGET"
+    mapped = int(n_samples) * int(width) * int(itemsize)
     raise ValueError(
         f"A kernel fit of {int(n_samples)} rows x {int(width)} components x "
-        f"{int(itemsize)} bytes needs {_mib(need)} (the mapped rows "
-        f"{_mib(int(n_samples) * int(width) * int(itemsize))}"
+        f"{int(itemsize)} bytes needs {_mib(need)} ("
+        + (f"{copies} copies of " if copies > 1 else "")
+        + f"the mapped rows {_mib(copies * mapped)}"
         + (f", the {int(width)} x {int(width)} whitening" if whitening else "")
         + (
             f", the {int(n_samples)} x {int(width)} float64 Cholesky factor of "
@@ -207,7 +207,7 @@ def check_fit_memory(
             else ""
         )
         + (
-            f", the sparse rows densified for the map ({int(n_samples)} x "
+            f", the dense rows the map works on ({int(n_samples)} x "
             f"{int(dense_columns)}: {_mib(dense)})"
             if dense
             else ""

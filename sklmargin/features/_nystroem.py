@@ -50,14 +50,16 @@ _FITTED_ARRAYS = ("components_", "normalization_", "eigenvalues_")
 _MEDIAN_ROWS = 1000
 
 
-def _median_gamma(X, sample_weight, rng):
+def _median_gamma(X, sample_weight, rng, hashes):
     r"""Return :math:`1 / \operatorname{median} \lVert x_i - x_j \rVert^2`.
 
     Over the pairs of up to 1,000 distinct rows drawn with probability ∝ weight
-    (so integer weights equal repetitions); 1.0 when there is a single distinct
-    row.
+    (so integer weights equal repetitions), told apart by the rows' ``hashes``
+    (the fit's); 1.0 when there is a single distinct row.
     """
-    sample = select_centres(X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng)
+    sample = select_centres(
+        X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng, hashes=hashes
+    )
     sample = sample.astype(np.float64)
     if sample.shape[0] < 2:
         return 1.0
@@ -307,7 +309,7 @@ class NystroemFeatures(
         if self.gamma == "scale":
             self.gamma_ = scale_gamma(X, sample_weight)
         elif self.gamma == "median":
-            self.gamma_ = _median_gamma(X, sample_weight, rng)
+            self.gamma_ = _median_gamma(X, sample_weight, rng, hashes)
         else:
             self.gamma_ = float(self.gamma)
 

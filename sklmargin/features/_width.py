@@ -24,8 +24,9 @@ r"""A Nyström width the data choose: nested centres, a warm path, a memory budg
   The path stops when the next step's held-out accuracy gain is below
   :data:`MIN_GAIN` or not larger than its paired standard error; the width
   kept is the last one that gained.
-* **A memory budget.** :data:`PATH_COPIES` copies of the mapped rows must
-  fit the kernel fit's budget (:mod:`sklmargin.features._memory`): the
+* **A memory budget.** :data:`PATH_COPIES` copies of the mapped rows and
+  the path's dense copies of the rows must fit the kernel fit's budget
+  (:mod:`sklmargin.features._memory`), read once by :func:`path_map`: the
   path's widest step is capped by it.
 
 The entry point is :func:`choose_width`; it returns a :class:`WidthChoice`:
@@ -44,7 +45,6 @@ from scipy.linalg.lapack import dpstrf
 from .._utils.array_api import NUMPY, row_blocks
 from ._centres import race_order
 from ._kernel_block import rbf_kernel_block
-from ._memory import check_fit_memory, memory_budget, widest_width
 from ._row_keys import distinct_row_hashes, mix64
 
 #: The path's first width (all distinct training rows when there are fewer).
@@ -83,11 +83,6 @@ PATH_TOL_FACTOR = 0.1
 PATH_COPIES = 3
 # Salt of the held-out draw (keys are hashed with it; hex digits of e).
 _HELD_OUT_SALT = np.uint64(0xB7E151628AED2A6A)
-
-
-def widest_path(n_samples, itemsize, budget=None):
-    """Return the widest path the budget holds (:data:`PATH_COPIES` mapped rows)."""
-    return widest_width(n_samples, PATH_COPIES * itemsize, budget=budget)
 
 
 def held_out_rows(keys, n_held):
@@ -281,7 +276,7 @@ def _correct(model, features, y):
     return np.asarray(model.classes_)[np.argmax(logits, axis=1)] == y
 
 
-def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template):
+def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template, widest):
     """Choose the Nyström width by a warm path scored on held-out training rows.
 
     Parameters
@@ -308,6 +303,9 @@ def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template):
         :func:`fit_path_model` bound to itself.
     template : NystroemFeatures
         The unfitted map to fill at the chosen width.
+    widest : int or float
+        The widest step the memory budget holds (at least 1; ``math.inf``
+        without a budget): :func:`path_map` reads it.
 
     Returns
     -------
@@ -343,13 +341,9 @@ def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template):
         # to hold some out: the caller's own width.
         return None
     order = index[race_order(distinct_weights, rng, hashes["order"])]
-    # One read of the budget for the cap and the refusal (free memory moves).
-    budget = memory_budget()
-    cap = int(min(len(order), widest_path(n_samples, dtype.itemsize, budget)))
-    if cap < 1:  # not even one feature fits: refused, naming the sizes
-        check_fit_memory(n_samples, 1, PATH_COPIES * dtype.itemsize, budget=budget)
+    cap = int(min(len(order), widest))
     path = {"widths": [], "scores": [], "n_iter": [], "held_out": int(len(held))}
-    nested = NestedNystroem(X[order[: max(1, cap)]], gamma, dtype)
+    nested = NestedNystroem(X[order[:cap]], gamma, dtype)
     # Rows in the order [training part, held-out part] (a copy of the rows).
     perm = np.concatenate([train, held])
     rows = X[perm]
@@ -411,13 +405,13 @@ def _finish(nested, features, perm, start, path, template):
 
 
 def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
-    """Walk the kernel ``estimator``'s path on rows ``X``: ``(map, features)`` or None.
+    """Walk the kernel ``estimator``'s path on rows ``X``: a WidthChoice or None.
 
     :func:`choose_width` on a host copy of the rows in the compute dtype,
-    with ``gamma`` resolved as the estimator's own map resolves it; sets
-    ``width_path_`` and the path's model at the chosen width as the final
-    fit's start (``_start_model``). Array API rows get the fitted map and
-    the features on their device.
+    with ``gamma`` resolved as the estimator's own map resolves it, capped
+    by the memory budget (read once, here: the host's, and the device's for
+    rows on one), refused before any copy when not one feature fits. Array
+    API rows get the fitted map and the features on their device.
     """
     from functools import partial
 
@@ -425,15 +419,22 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
 
     from .._utils.array_api import move_fitted_arrays, numpy_dtype, to_device, to_numpy
     from ._gamma import scale_gamma
+    from ._memory import check_fit_memory, memory_budget, widest_width
     from ._nystroem import _FITTED_ARRAYS
     from ._row_keys import row_hashes
 
     kernel = estimator._kernel_features()
     n_samples = X.shape[0]
     dtype = kernel.dtype(n_samples, numpy_dtype(X.dtype))
-    # Sparse rows are densified below: refused first (naming that copy) when
-    # not even it and one component fit.
-    check_fit_memory(n_samples, 1, dtype.itemsize, *kernel._memory_terms(X), X=X)
+    # Beside PATH_COPIES mapped rows, the path holds the rows' host copy in
+    # the compute dtype (NumPy rows of that dtype are their own) and its
+    # permuted copy (choose_width).
+    copied = not isinstance(X, np.ndarray) or X.dtype != dtype
+    budget = memory_budget() if xp is NUMPY else min(memory_budget(), memory_budget(X))
+    terms = {"dense_columns": (1 + copied) * X.shape[1], "copies": PATH_COPIES}
+    widest = widest_width(n_samples, dtype.itemsize, budget=budget, **terms)
+    if widest < 1:  # refused before any copy, naming the sizes
+        check_fit_memory(n_samples, 1, dtype.itemsize, budget=budget, **terms)
     rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
     weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
     gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
@@ -443,14 +444,9 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     choice = choose_width(
         rows, np.asarray(to_numpy(y_encoded)), weights, row_hashes(rows),
         gamma, check_random_state(estimator.random_state),
-        partial(fit_path_model, estimator), template,
+        partial(fit_path_model, estimator), template, widest,
     )  # fmt: skip
-    if choice is None:
-        return None
-    estimator.width_path_ = choice.path
-    estimator._start_model = choice.start
-    features = choice.features
-    if xp is not NUMPY:
+    if choice is not None and xp is not NUMPY:
         move_fitted_arrays(choice.feature_map, _FITTED_ARRAYS, xp, device)
-        features = to_device(features, xp, device)
-    return choice.feature_map, features
+        choice.features = to_device(choice.features, xp, device)
+    return choice

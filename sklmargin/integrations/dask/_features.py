@@ -162,14 +162,12 @@ def _path_map(estimator, source):
     encoded = dask.compute(*source.encoded)
     y_encoded = np.concatenate([labels for labels, _ in encoded])
     weights = np.concatenate([weights for _, weights in encoded])
-    chosen = estimator._path_map(rows, y_encoded, weights)
-    # The Dask solver starts cold: it reads no path model.
-    estimator.__dict__.pop("_start_model", None)
-    if chosen is None:
+    choice = estimator._path_map(rows, y_encoded, weights)
+    if choice is None:
         return None
-    feature_map, features = chosen
-    estimator.feature_map_ = feature_map
-    estimator.compute_dtype_ = np.dtype(features.dtype).name
+    feature_map = estimator.feature_map_ = choice.feature_map
+    estimator.width_path_ = choice.path  # (the solver starts cold: no start)
+    estimator.compute_dtype_ = np.dtype(choice.features.dtype).name
     estimator.n_components_ = int(feature_map.n_components)
     return feature_map._n_features_out
 
@@ -189,7 +187,8 @@ def fit_feature_map_dask(estimator, source):
         raise NotImplementedError(
             f"kernel_approximation={approximation!r} has no Dask path yet."
         )
-    estimator.__dict__.pop("width_path_", None)
+    for name in ("width_path_", "_path_start"):  # (a failed fit's)
+        estimator.__dict__.pop(name, None)
     if getattr(estimator, "_walks_path", lambda: False)():
         width = _path_map(estimator, source)
         if width is not None:
