@@ -289,11 +289,11 @@ def test_a_path_prepares_its_rows_once(iris, make, monkeypatch):
     own = make().fit(X, y)
     n_points = shared.scores_.size
     # One preparation per fold path (its start's probe included), one per
-    # model a fold fits on at the chosen point (to tol where path_tol is
-    # looser; the probe at m = 0; the winning probe on to tol), one for the
-    # refit.
+    # fold that fits on at the chosen point (to tol where path_tol is looser,
+    # then the probe at m = 0 on the same rows), one per fold where a winning
+    # probe is fitted on to tol, one for the refit.
     probed = shared.margin_check_ is not None
-    finished = 3 * (1 + probed + (probed and shared.m_ == 0.0))
+    finished = 3 * (1 + (probed and shared.m_ == 0.0))
     assert n_shared <= 3 + finished + 1 < n_points <= len(calls)
     np.testing.assert_allclose(shared.scores_, own.scores_, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(shared.n_iter_, own.n_iter_)

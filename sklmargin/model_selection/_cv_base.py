@@ -361,23 +361,23 @@ class _BaseMarginSoftmaxCV(
         iterations: never further than the model it is compared with. ``m =
         0`` wins on a clear paired gain (:func:`clearly_positive`); probes the
         cap stopped are then fitted on to ``tol``. ``margin_check_`` keeps
-        both columns of held-out scores.
+        both columns of held-out scores. The finish and the probe are two
+        steps of one job per fold, on rows cut and prepared once.
         """
-        base, scorer = self._base_estimator(), self._scorer()
+        base, finished, self.margin_check_ = self._base_estimator(), None, None
         chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
-        finished = None
-        if self._finishes_chosen(base):
-            finished = chosen = self._fit_on(
-                chosen, data, folds, scored, scorer, tol=base.tol
-            )
-        self.margin_check_ = None
-        if self._tries_no_margin() and best.get("m", 0.0) > 0.0 and _ok(margin, 0.0):
-            cap = min(MARGIN_PROBE_ITER, base.max_iter)
-            copies = [p._replace(model=copy.deepcopy(p.model)) for p in chosen]
-            probes = self._fit_on(
-                copies, data, folds, scored, scorer, quiet=True,
-                m=0.0, tol=base.tol, max_iter=cap,
-            )  # fmt: skip
+        finishes = self._finishes_chosen(base)
+        cap = min(MARGIN_PROBE_ITER, base.max_iter)
+        probing = self._tries_no_margin() and best.get("m", 0.0) > 0.0
+        probing = probing and _ok(margin, 0.0)
+        steps = [({"tol": base.tol}, False)] if finishes else []
+        if probing:  # quiet: the probe is meant to stop at its cap
+            steps.append(({"m": 0.0, "tol": base.tol, "max_iter": cap}, True))
+        done = self._fit_on(chosen, data, folds, scored, steps) if steps else None
+        if finishes:
+            finished = chosen = done[0]
+        if probing:
+            probes = done[-1]
             scores = np.array([[p.score for p in chosen], [p.score for p in probes]]).T
             self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
             if clearly_positive(np.diff(scores[scored], axis=1).ravel()):
@@ -386,22 +386,22 @@ class _BaseMarginSoftmaxCV(
                     point.model.set_params(max_iter=base.max_iter)
                 if any(point.n_iter >= cap for point in probes):
                     finished = self._fit_on(
-                        probes, data, folds, scored, scorer, tol=base.tol
-                    )
+                        probes, data, folds, scored, [({"tol": base.tol}, False)]
+                    )[0]
                 chosen = finished
         return best, chosen, finished
 
-    def _fit_on(self, points, data, folds, scored, scorer, quiet=False, **step):
-        """Each fold's model of ``points`` fitted on at ``step``: their points.
+    def _fit_on(self, points, data, folds, scored, steps):
+        """Each fold's model of ``points`` fitted on through ``steps``, one job a fold.
 
-        :func:`~._cv_path.finish_chosen_folds` with this search's classes and
-        jobs; the models are fitted in place. ``quiet`` silences the
-        ``ConvergenceWarning`` of a fit meant to stop at its ``max_iter``.
+        :func:`~._cv_path.finish_chosen_folds` with this search's scorer,
+        classes and jobs. Returns each step's points, one per fold.
         """
-        return finish_chosen_folds(
-            [point.model for point in points], data, folds, scorer, self.classes_,
-            step, scored, self.n_jobs, self.verbose, quiet,
+        done = finish_chosen_folds(
+            [point.model for point in points], data, folds, self._scorer(),
+            self.classes_, steps, scored, self.n_jobs, self.verbose,
         )  # fmt: skip
+        return [list(step) for step in zip(*done, strict=True)]
 
     def _finishes_chosen(self, base):
         """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).
