@@ -98,7 +98,12 @@ class _BaseMarginSoftmaxCV(
     #: Outer grid axes fixed per job before the map (the kernel's metric,
     #: learned once per fold and value): they lead the grid.
     _job_params: tuple = ()
-    #: Whether the final fit starts from the first fold's model (same features).
+    #: Whether the folds' models live in the refit's feature space (the
+    #: linear search). Then the refit walks the folds' path warm (from their
+    #: mean where they were fitted on to tol), and a search over the default
+    #: margins probes ``m = 0`` at its chosen point (:mod:`._cv_margin`). A
+    #: kernel fold's model lives in its own fold's map: the refit is cold,
+    #: and the probe is not run (it was measured for the linear search only).
     _warm_refit = True
 
     _parameter_constraints: dict = {
@@ -113,9 +118,6 @@ class _BaseMarginSoftmaxCV(
         "verbose": ["verbose"],
     }
 
-    #: Whether a search over the default margins probes ``m = 0`` at its chosen
-    #: point: the linear search's (a kernel search's probe was not measured).
-    _tries_margin_zero = False
     #: A search saved before the probe without a margin tried nothing.
     _legacy_fitted = {"margin_check_": lambda state: None}
 
@@ -157,7 +159,7 @@ class _BaseMarginSoftmaxCV(
         return losses, True
 
     def _resolve_heads(self):
-        """Return ``(heads, margins)``: one :class:`Head` per loss searched.
+        """Return one :class:`Head` per loss searched, with its margin.
 
         A single loss keeps the rules of one path: ``ss`` (or ``Cs``) and
         ``ms`` are its grids, the other path must be None, and invalid values
@@ -168,7 +170,7 @@ class _BaseMarginSoftmaxCV(
         plain softmax. The inner points then carry their ``loss``.
         """
         losses, several = self._losses()
-        heads, margins = [], []
+        heads = []
         for loss in losses:
             margin = get_margin(loss)
             path_name, default_values = self._default_path(margin)
@@ -197,9 +199,8 @@ class _BaseMarginSoftmaxCV(
                 )
             tag = {"loss": loss} if several else {}
             inner = [{**tag, "m": float(m)} for m in ms]
-            heads.append(Head(inner, path_name, path_values))
-            margins.append(margin)
-        return heads, margins
+            heads.append(Head(inner, path_name, path_values, margin))
+        return heads
 
     def _default_path(self, margin):
         return default_path(margin)
@@ -262,18 +263,16 @@ class _BaseMarginSoftmaxCV(
             sample_weight = check_weights(sample_weight, X.shape[0])
         for stale in ("s_", "C_", "loss_", "metric_"):  # set by _set_chosen
             self.__dict__.pop(stale, None)
-        heads, margins = self._resolve_heads()
+        heads = self._resolve_heads()
         axes = self._extra_grids(X, sample_weight)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         data = (X, y, y_encoded, sample_weight)
         grid_points, points = self._search(data, folds, scored, heads, axes, namespace)
-        best, head, best_per_fold = self._select(
-            grid_points, points, scored, heads, margins, axes
-        )
+        best, head, fold_best = self._select(grid_points, points, scored, heads, axes)
         best, chosen, finished = self._finish_search(
-            best, margins[heads.index(head)], best_per_fold, data, folds, points, scored
+            best, head, fold_best, data, folds, points, scored
         )
         self.temperature_ = 1.0
         if self.calibrate:
@@ -287,7 +286,7 @@ class _BaseMarginSoftmaxCV(
         if self.refit:
             self._finish_refit(best, head, data, namespace, finished)
         else:
-            self._finish_folds([grid_points[b] for b in best_per_fold], chosen, head)
+            self._finish_folds([grid_points[b] for b in fold_best], chosen, head)
         return self
 
     def _search(self, data, folds, scored, heads, axes, namespace):
@@ -321,7 +320,7 @@ class _BaseMarginSoftmaxCV(
         self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
         return grid_points, points
 
-    def _select(self, grid_points, points, scored, heads, margins, axes):
+    def _select(self, grid_points, points, scored, heads, axes):
         """Choose the best mean point: ``(point, its head, each fold's best)``.
 
         With ``refit`` every fold keeps the best mean point; without, each
@@ -331,8 +330,7 @@ class _BaseMarginSoftmaxCV(
         best_mean = first_best(scores[scored].mean(axis=0))
         best = grid_points[best_mean]
         head = next(h for h in heads if best[h.path_name] is not None)
-        index = heads.index(head) if len(heads) > 1 else 0
-        self._warn_edges(type(self).__name__, best, head, axes, margins[index])
+        self._warn_edges(type(self).__name__, best, head, axes)
         self.best_index_ = best_mean if self.refit else None
         if self.refit:
             return best, head, [best_mean] * len(points)
@@ -347,9 +345,9 @@ class _BaseMarginSoftmaxCV(
 
     def _tries_no_margin(self):
         """Whether a refit search over its default margins probes ``m = 0``."""
-        return bool(self._tries_margin_zero and self.refit and self.ms is None)
+        return bool(self._warm_refit and self.refit and self.ms is None)
 
-    def _finish_search(self, best, margin, best_per_fold, data, folds, points, scored):
+    def _finish_search(self, best, head, best_per_fold, data, folds, points, scored):
         """Finish the search: the chosen point and the models for the temperature.
 
         Returns ``(best, chosen, finished)``: the chosen grid point, each
@@ -369,7 +367,7 @@ class _BaseMarginSoftmaxCV(
         finishes = self._finishes_chosen(base)
         cap = min(MARGIN_PROBE_ITER, base.max_iter)
         probing = self._tries_no_margin() and best.get("m", 0.0) > 0.0
-        probing = probing and _ok(margin, 0.0)
+        probing = probing and _ok(head.margin, 0.0)
         steps = [({"tol": base.tol}, False)] if finishes else []
         if probing:  # quiet: the probe is meant to stop at its cap
             steps.append(({"m": 0.0, "tol": base.tol, "max_iter": cap}, True))
@@ -464,12 +462,12 @@ class _BaseMarginSoftmaxCV(
         """Return the outer axes that ``scores_`` has (all of them here)."""
         return list(axes)
 
-    def _warn_edges(self, name, best, head, axes, margin):
+    def _warn_edges(self, name, best, head, axes):
         """GridEdgeWarning for each chosen value on the edge of its grid."""
         ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, **axes, "m": ms}
         warn_grid_edges(
-            name, {k: best[k] for k in grids}, grids, margin, head.path_name,
+            name, {k: best[k] for k in grids}, grids, head.margin, head.path_name,
             fold_scores=fold_scores_near(self.cv_results_, best),
         )  # fmt: skip
 

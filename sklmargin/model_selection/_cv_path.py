@@ -74,6 +74,7 @@ class Head(NamedTuple):
     inner_points: list  # dicts over the axes that keep the map (loss, m)
     path_name: str  # "s" or "C"
     path_values: tuple  # ascending: each point starts from the previous one
+    margin: object  # the loss's registered Margin (its domains and defaults)
 
 
 class PathPoint(NamedTuple):
