@@ -329,7 +329,8 @@ class _BaseMarginSoftmaxCV(
         scores = np.array([[p.score for p in fold] for fold in points], float)
         best_mean = first_best(scores[scored].mean(axis=0))
         best = grid_points[best_mean]
-        head = next(h for h in heads if best[h.path_name] is not None)
+        loss = best.get("loss")  # several heads may walk paths over s
+        head = next(h for h in heads if h.inner_points[0].get("loss") == loss)
         self._warn_edges(type(self).__name__, best, head, axes)
         self.best_index_ = best_mean if self.refit else None
         if self.refit:
