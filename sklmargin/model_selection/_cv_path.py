@@ -44,8 +44,7 @@ from .._utils.array_api import (
     to_numpy,
 )
 from ..estimators._fit_path import fit_path
-from ..losses._registry import get_margin
-from ..losses._support_vectors import with_support_vectors
+from ..losses._registry import loss_margin
 
 
 class PathGrid(NamedTuple):
@@ -232,7 +231,7 @@ def probes_start(estimator, min_tol):
         return False
     # The estimator's margin as its fit builds it: t > 1 makes any loss
     # SV-Softmax, whose state rounds the registry's margin does not have.
-    margin = with_support_vectors(get_margin(estimator.loss), estimator.t)
+    margin = loss_margin(estimator.loss, estimator.t)
     return not (
         margin.uses_lambda or margin.stateful or margin.start == "softmax-solution"
     )
