@@ -158,13 +158,17 @@ def full_class_logits(logits, estimator_classes, classes, xp=NUMPY):
     return xp.stack(columns, axis=1)
 
 
-def held_out_logits(estimator, features):
-    """Margin-free logits of a fold's held-out (mapped) rows, as NumPy.
+def held_out_score(model, rows, scorer, classes, scored):
+    """``(logits, score)`` of a fitted model on its fold's held-out rows.
 
-    Computed where the rows are; a device's come to the host (``n_test x K``
-    numbers), where the scores and the temperature fit use them.
+    The margin-free logits over all ``classes``, as NumPy: computed where the
+    mapped rows are, a device's come to the host (``n_test x K`` numbers),
+    where the scores and the temperature fit use them. ``scored=False`` (a
+    test fold of zero weight) leaves the score NaN.
     """
-    return to_numpy(estimator._logits_of_features(features))
+    logits = to_numpy(model._logits_of_features(rows.features_test))
+    logits = full_class_logits(logits, model.classes_, classes)
+    return logits, (scorer(model, rows, logits) if scored else np.nan)
 
 
 def point_label(point):
@@ -290,10 +294,7 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
         start = time.perf_counter()
         next(fits)
         fit_time = time.perf_counter() - start
-        logits = full_class_logits(
-            held_out_logits(path, rows.features_test), path.classes_, grid.classes
-        )
-        score = grid.scorer(path, rows, logits) if scored else np.nan
+        logits, score = held_out_score(path, rows, grid.scorer, grid.classes, scored)
         if grid.verbose:
             print(
                 f"[{label}] {head.path_name}={value:.4g}: score={score:.4f}, "
@@ -343,10 +344,7 @@ def finish_fold(model, data, train, test, scorer, classes, steps, scored):
                 warnings.simplefilter("ignore", ConvergenceWarning)
             next(fits)
         fit_time = time.perf_counter() - start
-        logits = full_class_logits(
-            held_out_logits(model, rows.features_test), model.classes_, classes
-        )
-        score = scorer(model, rows, logits) if scored else np.nan
+        logits, score = held_out_score(model, rows, scorer, classes, scored)
         kept = model if i == len(steps) - 1 else copy.deepcopy(model)
         kept.set_params(warm_start=False)
         points.append(PathPoint(score, model.n_iter_, fit_time, logits, kept))
