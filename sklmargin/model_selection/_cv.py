@@ -356,9 +356,6 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         learner = self._base_estimator().set_params(metric=metric)
         return learner._metric_rows(X, y_encoded, classes, sample_weight, namespace)
 
-    def _fold_preparer(self):
-        return self._prepare_fold
-
     def _prepare_fold(self, job_point, rows):
         """Learn a job's metric on its fold's training rows only; resolve gamma.
 

@@ -98,6 +98,9 @@ class _BaseMarginSoftmaxCV(
     #: Outer grid axes fixed per job before the map (the kernel's metric,
     #: learned once per fold and value): they lead the grid.
     _job_params: tuple = ()
+    #: ``grid.prepare`` of the jobs (:class:`PathGrid`): the kernel search's
+    #: per-fold metric and width (a method there); none here.
+    _prepare_fold = None
     #: Whether the folds' models live in the refit's feature space (the
     #: linear search). Then the refit walks the folds' path warm (from their
     #: mean where they were fitted on to tol), and a search over the default
@@ -501,7 +504,7 @@ class _BaseMarginSoftmaxCV(
         grid_points = search_points(job_points, map_points, heads)
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
-            keep_models, self.verbose, self._fold_preparer(), min_tol,
+            keep_models, self.verbose, self._prepare_fold, min_tol,
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's
@@ -524,10 +527,6 @@ class _BaseMarginSoftmaxCV(
         flat = [point for job in done for point in job]
         n_grid = len(grid_points)
         return grid_points, [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
-
-    def _fold_preparer(self):
-        """``grid.prepare`` of the jobs (:class:`PathGrid`): none here."""
-        return None
 
     def _set_chosen(self, point, path_name):
         for key, value in point.items():
