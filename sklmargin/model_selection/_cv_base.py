@@ -47,9 +47,9 @@ from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature
 from ._cv_grid import (
+    _accepts,
     _check_positive,
     _grid_points,
-    _ok,
     _valid_values,
     default_margins,
     default_path,
@@ -193,9 +193,8 @@ class _BaseMarginSoftmaxCV(
             if self.ms is None:
                 ms = default_margins(margin)
             elif several:
-                ms = tuple(
-                    sorted({m for m in np.ravel(self.ms).tolist() if _ok(margin, m)})
-                ) or default_margins(margin)
+                valid = filter(_accepts(margin.check_m), np.ravel(self.ms).tolist())
+                ms = tuple(sorted(set(valid))) or default_margins(margin)
             else:
                 ms = _valid_values(
                     tuple(np.ravel(self.ms).tolist()), margin.check_m, "m", loss
@@ -371,7 +370,7 @@ class _BaseMarginSoftmaxCV(
         finishes = self._finishes_chosen(base)
         cap = min(MARGIN_PROBE_ITER, base.max_iter)
         probing = self._tries_no_margin() and best.get("m", 0.0) > 0.0
-        probing = probing and _ok(head.margin, 0.0)
+        probing = probing and _accepts(head.margin.check_m)(0.0)
         steps = [({"tol": base.tol}, False)] if finishes else []
         if probing:  # quiet: the probe is meant to stop at its cap
             steps.append(({"m": 0.0, "tol": base.tol, "max_iter": cap}, True))
