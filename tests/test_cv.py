@@ -27,12 +27,7 @@ from sklmargin import (
     MarginSoftmaxClassifierCV,
 )
 from sklmargin.estimators._fit_path import fit_path
-from sklmargin.model_selection._calibration import (
-    T_MAX,
-    T_MIN,
-    expected_calibration_error,
-    fit_temperature,
-)
+from sklmargin.model_selection._calibration import T_MAX, T_MIN, fit_temperature
 
 # Small grids, 2-3 folds and tol=1e-3 keep the suite fast (the sparse checks
 # alone fit every sparse format: 4-5 times faster than at tol=1e-4).
@@ -453,22 +448,6 @@ def test_temperature_edge_cases():
     assert fit_temperature(z, y) == T_MIN
     # Every row confidently wrong: flatten as far as allowed.
     assert fit_temperature(-z, y) == T_MAX
-
-
-def test_expected_calibration_error_against_a_loop():
-    rng = np.random.default_rng(0)
-    proba = rng.dirichlet(np.ones(3), size=500)
-    y = rng.integers(0, 3, 500)
-    n_bins = 15
-    conf, pred = proba.max(axis=1), proba.argmax(axis=1)
-    total = 0.0
-    for b in range(n_bins):
-        lo, hi = b / n_bins, (b + 1) / n_bins
-        inside = (conf >= lo) & ((conf < hi) if b < n_bins - 1 else (conf <= hi))
-        if inside.any():
-            gap = abs(np.mean(pred[inside] == y[inside]) - conf[inside].mean())
-            total += inside.mean() * gap
-    assert expected_calibration_error(proba, y, n_bins) == pytest.approx(total)
 
 
 def test_scoring_string_is_used_for_selection(iris):
