@@ -50,7 +50,11 @@ import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _common import DEFAULT_DATA  # noqa: E402
+from _common import (  # noqa: E402
+    DEFAULT_DATA,
+    expected_calibration_error,
+    logits_from_decision,
+)
 from embeddings import NEWCOMER, newcomer_set  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.linear_model import LogisticRegressionCV  # noqa: E402
@@ -63,10 +67,6 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from sklmargin import MarginSoftmaxClassifierCV  # noqa: E402
 from sklmargin.compare.datasets import load_npz  # noqa: E402
-from sklmargin.model_selection._calibration import (  # noqa: E402
-    expected_calibration_error,
-    logits_from_decision,
-)
 
 REPO = Path(__file__).resolve().parent.parent
 N_BINS = 15

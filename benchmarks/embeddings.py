@@ -57,6 +57,7 @@ import numpy as np  # noqa: E402
 from _common import (  # noqa: E402
     add_data_argument,
     command_line,
+    expected_calibration_error,
     machine,
     now,
     npz_path,
@@ -69,9 +70,6 @@ from sklearn.metrics import accuracy_score, log_loss  # noqa: E402
 
 from sklmargin import MarginSoftmaxClassifier, MarginSoftmaxClassifierCV  # noqa: E402
 from sklmargin.compare.datasets import load_npz  # noqa: E402
-from sklmargin.model_selection._calibration import (  # noqa: E402
-    expected_calibration_error,
-)
 
 DEFAULT_SETS = "clip_vitb32_caltech101,clip_vitb32_ucf101_midframes"
 #: The generated set of a newcomer's kind (see :func:`newcomer_set`); not a file.

@@ -53,6 +53,7 @@ import numpy as np
 from _common import (
     add_data_argument,
     available,
+    expected_calibration_error,
     load_split,
     machine,
     now,
@@ -80,19 +81,6 @@ DATASETS = (
 )
 GAMMA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 SVC_CS = (1.0, 10.0, 100.0)
-
-
-def expected_calibration_error(proba, y, n_bins=15):
-    """Top-label ECE: |accuracy - confidence| over equal-width bins, weighted."""
-    confidence = proba.max(axis=1)
-    hits = proba.argmax(axis=1) == y
-    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
-    ece = 0.0
-    for b in range(n_bins):
-        in_bin = bins == b
-        if in_bin.any():
-            ece += in_bin.mean() * abs(hits[in_bin].mean() - confidence[in_bin].mean())
-    return float(ece)
 
 
 def timed(func):

@@ -99,6 +99,23 @@ def test_benchmark_helper_ranks_failures_last_and_shares_ties():
     assert common.pct(0.9123) == "91.2" and common.pct(np.nan) == "fail"
 
 
+def test_benchmark_helper_expected_calibration_error_against_a_loop():
+    common = _benchmarks_common()
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(3), size=500)
+    y = rng.integers(0, 3, 500)
+    n_bins = 15
+    conf, pred = proba.max(axis=1), proba.argmax(axis=1)
+    total = 0.0
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        inside = (conf >= lo) & ((conf < hi) if b < n_bins - 1 else (conf <= hi))
+        if inside.any():
+            gap = abs(np.mean(pred[inside] == y[inside]) - conf[inside].mean())
+            total += inside.mean() * gap
+    assert common.expected_calibration_error(proba, y, n_bins) == pytest.approx(total)
+
+
 def test_benchmark_helper_loads_data_and_says_what_is_missing(tmp_path, capsys):
     common = _benchmarks_common()
     shared = common.REPO.parent / "shared" / "data"

@@ -27,12 +27,7 @@ from sklmargin import (
     MarginSoftmaxClassifierCV,
 )
 from sklmargin.estimators._fit_path import fit_path
-from sklmargin.model_selection._calibration import (
-    T_MAX,
-    T_MIN,
-    expected_calibration_error,
-    fit_temperature,
-)
+from sklmargin.model_selection._calibration import T_MAX, T_MIN, fit_temperature
 
 # Small grids, 2-3 folds and tol=1e-3 keep the suite fast (the sparse checks
 # alone fit every sparse format: 4-5 times faster than at tol=1e-4).
@@ -289,11 +284,11 @@ def test_a_path_prepares_its_rows_once(iris, make, monkeypatch):
     own = make().fit(X, y)
     n_points = shared.scores_.size
     # One preparation per fold path (its start's probe included), one per
-    # model a fold fits on at the chosen point (to tol where path_tol is
-    # looser; the probe at m = 0; the winning probe on to tol), one for the
-    # refit.
+    # fold that fits on at the chosen point (to tol where path_tol is looser,
+    # then the probe at m = 0 on the same rows), one per fold where a winning
+    # probe is fitted on to tol, one for the refit.
     probed = shared.margin_check_ is not None
-    finished = 3 * (1 + probed + (probed and shared.m_ == 0.0))
+    finished = 3 * (1 + (probed and shared.m_ == 0.0))
     assert n_shared <= 3 + finished + 1 < n_points <= len(calls)
     np.testing.assert_allclose(shared.scores_, own.scores_, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(shared.n_iter_, own.n_iter_)
@@ -453,22 +448,6 @@ def test_temperature_edge_cases():
     assert fit_temperature(z, y) == T_MIN
     # Every row confidently wrong: flatten as far as allowed.
     assert fit_temperature(-z, y) == T_MAX
-
-
-def test_expected_calibration_error_against_a_loop():
-    rng = np.random.default_rng(0)
-    proba = rng.dirichlet(np.ones(3), size=500)
-    y = rng.integers(0, 3, 500)
-    n_bins = 15
-    conf, pred = proba.max(axis=1), proba.argmax(axis=1)
-    total = 0.0
-    for b in range(n_bins):
-        lo, hi = b / n_bins, (b + 1) / n_bins
-        inside = (conf >= lo) & ((conf < hi) if b < n_bins - 1 else (conf <= hi))
-        if inside.any():
-            gap = abs(np.mean(pred[inside] == y[inside]) - conf[inside].mean())
-            total += inside.mean() * gap
-    assert expected_calibration_error(proba, y, n_bins) == pytest.approx(total)
 
 
 def test_scoring_string_is_used_for_selection(iris):

@@ -179,7 +179,7 @@ def test_only_the_probe_silences_its_iteration_cap(quiet):
         warnings.simplefilter("always")
         finish_chosen_folds(
             models, data, folds, search_scorer(None, None, "test"), np.unique(y),
-            {"tol": 1e-12, "max_iter": 2}, np.ones(3, bool), None, 0, quiet,
+            [({"tol": 1e-12, "max_iter": 2}, quiet)], np.ones(3, bool), None, 0,
         )  # fmt: skip
     warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
     assert warned is not quiet

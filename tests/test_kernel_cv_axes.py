@@ -68,6 +68,25 @@ def test_metric_and_head_axes_shapes_and_chosen_values(data):
     assert clf.score(X, y) > 0.8
 
 
+def test_two_losses_along_s_refit_on_the_chosen_one_s_path(data):
+    # A-Softmax's default s path (15 ... 120) is not AM-Softmax's (50 ...
+    # 400): the refit walks the chosen loss's own path, whichever is first.
+    X, y = data
+
+    def prefers_a_softmax(estimator, X, y):
+        return float(estimator.loss == "a-softmax")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        clf = _search(
+            loss=["am-softmax", "a-softmax"], metric=None, gammas=["scale"],
+            scoring=prefers_a_softmax,
+        ).fit(X, y)  # fmt: skip
+    best = clf.cv_results_["params"][clf.best_index_]
+    assert clf.loss_ == best["loss"] == clf.estimator_.loss == "a-softmax"
+    assert clf.s_ == best["s"] == clf.estimator_.s
+
+
 def test_the_metric_of_a_fold_is_learned_from_its_training_rows_only(data, monkeypatch):
     X, y = data
     learned = []

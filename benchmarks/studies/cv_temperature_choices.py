@@ -31,6 +31,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import sys  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -44,11 +45,10 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 import sklmargin.model_selection._cv_base as cv_base  # noqa: E402
 from sklmargin import MarginSoftmaxClassifierCV  # noqa: E402
 from sklmargin.compare.datasets import load_npz  # noqa: E402
-from sklmargin.model_selection._calibration import (  # noqa: E402
-    expected_calibration_error,
-    fit_temperature,
-    logits_from_decision,
-)
+from sklmargin.model_selection._calibration import fit_temperature  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import expected_calibration_error, logits_from_decision  # noqa: E402
 
 SETS = (
     "a9a,dna,letter,pendigits,satimage,segment,usps,vowel,"

@@ -49,8 +49,7 @@ from .._utils.validation import (
 from ..features._input_transform import apply_input_transform
 from ..losses._additive import Softmax
 from ..losses._base import Margin
-from ..losses._registry import LOSS_NAMES, get_margin
-from ..losses._support_vectors import with_support_vectors
+from ..losses._registry import LOSS_NAMES, loss_margin
 from ..objective._linear import LinearMarginObjective, margin_free_logits
 from ..objective._pointwise import checked_logit_scale
 from ..objective._rows import PreparedRows, lift_constant, prepare_rows, row_norms
@@ -207,12 +206,11 @@ class BaseMarginSoftmax(
 
     # -- fit ------------------------------------------------------------------
     def _validate_hyperparameters(self):
-        margin = get_margin(self.loss)
+        margin = loss_margin(self.loss, self.t)  # the rest is its base margin's
         s_param = self.s
         if s_param is None and self._unit_norm_features and margin.uses_s:
             s_param = margin.default_s_kernel
         m, s = margin.resolve(self.m, s_param)
-        margin = with_support_vectors(margin, self.t)
         if not margin.uses_lambda and self.lambda_min is not None:
             raise ValueError(
                 f"lambda_min only applies to the losses softened by a lambda "

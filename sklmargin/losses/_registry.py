@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import _additive, _multiplicative
 from ._base import Margin
+from ._support_vectors import with_support_vectors
 
 # Each family module lists its registered instances (``MARGINS``) beside the
 # classes: a loss added to a family is its class plus one entry there.
@@ -66,6 +67,16 @@ def get_margin(loss):
             f"{', '.join(map(repr, LOSS_NAMES))}."
         )
     return _REGISTRY[key]
+
+
+def loss_margin(loss, t):
+    """Return the margin that ``loss=`` and SV-Softmax's ``t`` make.
+
+    The registered margin (:func:`get_margin`), wrapped by
+    :func:`~sklmargin.losses.with_support_vectors` when ``t > 1``: the margin
+    a fit trains with, which alone has SV-Softmax's state rounds.
+    """
+    return with_support_vectors(get_margin(loss), t)
 
 
 def loss_table_text():

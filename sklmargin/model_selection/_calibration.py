@@ -46,24 +46,6 @@ from scipy.special import logsumexp
 T_MIN, T_MAX = 1e-2, 1e2
 
 
-def logits_from_decision(decision):
-    """Turn a ``decision_function`` output into an (n_samples, n_classes) array.
-
-    For two classes scikit-learn's convention is the 1-D difference
-    ``z_1 - z_0``; ``[0, z_1 - z_0]`` has the same softmax.
-    """
-    decision = np.asarray(decision)
-    if decision.ndim == 1:
-        return np.column_stack([np.zeros_like(decision), decision])
-    return decision
-
-
-def _weights(sample_weight, n_samples):
-    if sample_weight is None:
-        return np.ones(n_samples)
-    return np.asarray(sample_weight, dtype=np.float64)
-
-
 def _loss_derivatives(beta, z, z_true, weights):
     scaled = beta * z
     log_norm = logsumexp(scaled, axis=1)
@@ -104,7 +86,8 @@ def fit_temperature(logits, y_encoded, sample_weight=None, max_iter=100):
     """
     z = np.asarray(logits, dtype=np.float64)
     y_encoded = np.asarray(y_encoded)
-    weights = _weights(sample_weight, z.shape[0])
+    weights = np.ones(z.shape[0]) if sample_weight is None else sample_weight
+    weights = np.asarray(weights, dtype=np.float64)
     total = weights.sum()
     if z.shape[0] == 0 or not total > 0:
         return 1.0
@@ -139,44 +122,3 @@ def fit_temperature(logits, y_encoded, sample_weight=None, max_iter=100):
             break
         beta = candidate
     return float(1.0 / beta)
-
-
-def expected_calibration_error(proba, y_encoded, n_bins=15, sample_weight=None):
-    r"""Compute the expected calibration error of the top-class confidence.
-
-    Equal-width bins of the predicted top-class probability on [0, 1];
-
-    .. math::
-
-        \mathrm{ECE} = \sum_b \frac{W_b}{W} \,
-            \big|\mathrm{acc}_b - \mathrm{conf}_b\big|
-
-    with weighted bin mass :math:`W_b`, accuracy and mean confidence.
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n_samples, n_classes)
-    y_encoded : ndarray of shape (n_samples,)
-        Column index of each sample's true class.
-    n_bins : int, default=15
-    sample_weight : ndarray of shape (n_samples,), default=None
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> proba = np.array([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]])
-    >>> round(expected_calibration_error(proba, np.array([0, 1, 1, 1])), 3)
-    0.3
-    """
-    proba = np.asarray(proba, dtype=np.float64)
-    weights = _weights(sample_weight, proba.shape[0])
-    confidence = proba.max(axis=1)
-    correct = (proba.argmax(axis=1) == np.asarray(y_encoded)).astype(float)
-    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
-    hits = np.bincount(bins, weights * correct, minlength=n_bins)
-    conf = np.bincount(bins, weights * confidence, minlength=n_bins)
-    return float(np.abs(hits - conf).sum() / weights.sum())

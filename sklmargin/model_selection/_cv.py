@@ -133,7 +133,6 @@ class MarginSoftmaxClassifierCV(_BaseMarginSoftmaxCV):
     # A search whose saved state has no path_tol (saved before the parameter
     # existed) fitted every path point at the full tol.
     _legacy_params = {"path_tol": lambda state: None}
-    _tries_margin_zero = True
 
     def __init__(
         self,
@@ -357,9 +356,6 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         learner = self._base_estimator().set_params(metric=metric)
         return learner._metric_rows(X, y_encoded, classes, sample_weight, namespace)
 
-    def _fold_preparer(self):
-        return self._prepare_fold
-
     def _prepare_fold(self, job_point, rows):
         """Learn a job's metric on its fold's training rows only; resolve gamma.
 
@@ -434,7 +430,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         # A single metric given as a value adds no axis to scores_.
         return [a for a in axes if a != "metric" or self._metrics()[1]]
 
-    def _warn_edges(self, name, best, head, axes, margin):
+    def _warn_edges(self, name, best, head, axes):
         ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, "m": ms}
         chosen = {head.path_name: best[head.path_name], "m": best["m"]}
@@ -448,7 +444,9 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         elif not any(f is not None for f in factors):  # widths
             grids["gamma"], chosen["gamma"] = axes["gamma"], best["gamma"]
         scores = fold_scores_near(self.cv_results_, best, values)
-        warn_grid_edges(name, chosen, grids, margin, head.path_name, formats, scores)
+        warn_grid_edges(
+            name, chosen, grids, head.margin, head.path_name, formats, scores
+        )
 
     def _default_path(self, margin):
         if margin.penalized:

@@ -47,9 +47,9 @@ from ..estimators._predict import MarginPredictMixin
 from ..losses._registry import get_margin
 from ._calibration import fit_temperature
 from ._cv_grid import (
+    _accepts,
     _check_positive,
     _grid_points,
-    _ok,
     _valid_values,
     default_margins,
     default_path,
@@ -98,7 +98,15 @@ class _BaseMarginSoftmaxCV(
     #: Outer grid axes fixed per job before the map (the kernel's metric,
     #: learned once per fold and value): they lead the grid.
     _job_params: tuple = ()
-    #: Whether the final fit starts from the first fold's model (same features).
+    #: ``grid.prepare`` of the jobs (:class:`PathGrid`): the kernel search's
+    #: per-fold metric and width (a method there); none here.
+    _prepare_fold = None
+    #: Whether the folds' models live in the refit's feature space (the
+    #: linear search). Then the refit walks the folds' path warm (from their
+    #: mean where they were fitted on to tol), and a search over the default
+    #: margins probes ``m = 0`` at its chosen point (:mod:`._cv_margin`). A
+    #: kernel fold's model lives in its own fold's map: the refit is cold,
+    #: and the probe is not run (it was measured for the linear search only).
     _warm_refit = True
 
     _parameter_constraints: dict = {
@@ -113,9 +121,6 @@ class _BaseMarginSoftmaxCV(
         "verbose": ["verbose"],
     }
 
-    #: Whether a search over the default margins probes ``m = 0`` at its chosen
-    #: point: the linear search's (a kernel search's probe was not measured).
-    _tries_margin_zero = False
     #: A search saved before the probe without a margin tried nothing.
     _legacy_fitted = {"margin_check_": lambda state: None}
 
@@ -157,7 +162,7 @@ class _BaseMarginSoftmaxCV(
         return losses, True
 
     def _resolve_heads(self):
-        """Return ``(heads, margins)``: one :class:`Head` per loss searched.
+        """Return one :class:`Head` per loss searched, with its margin.
 
         A single loss keeps the rules of one path: ``ss`` (or ``Cs``) and
         ``ms`` are its grids, the other path must be None, and invalid values
@@ -168,7 +173,7 @@ class _BaseMarginSoftmaxCV(
         plain softmax. The inner points then carry their ``loss``.
         """
         losses, several = self._losses()
-        heads, margins = [], []
+        heads = []
         for loss in losses:
             margin = get_margin(loss)
             path_name, default_values = self._default_path(margin)
@@ -188,18 +193,16 @@ class _BaseMarginSoftmaxCV(
             if self.ms is None:
                 ms = default_margins(margin)
             elif several:
-                ms = tuple(
-                    sorted({m for m in np.ravel(self.ms).tolist() if _ok(margin, m)})
-                ) or default_margins(margin)
+                valid = filter(_accepts(margin.check_m), np.ravel(self.ms).tolist())
+                ms = tuple(sorted(set(valid))) or default_margins(margin)
             else:
                 ms = _valid_values(
                     tuple(np.ravel(self.ms).tolist()), margin.check_m, "m", loss
                 )
             tag = {"loss": loss} if several else {}
             inner = [{**tag, "m": float(m)} for m in ms]
-            heads.append(Head(inner, path_name, path_values))
-            margins.append(margin)
-        return heads, margins
+            heads.append(Head(inner, path_name, path_values, margin))
+        return heads
 
     def _default_path(self, margin):
         return default_path(margin)
@@ -262,18 +265,16 @@ class _BaseMarginSoftmaxCV(
             sample_weight = check_weights(sample_weight, X.shape[0])
         for stale in ("s_", "C_", "loss_", "metric_"):  # set by _set_chosen
             self.__dict__.pop(stale, None)
-        heads, margins = self._resolve_heads()
+        heads = self._resolve_heads()
         axes = self._extra_grids(X, sample_weight)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y, groups))
         name = type(self).__name__
         scored = check_folds(folds, y_encoded, classes, sample_weight, name)
         data = (X, y, y_encoded, sample_weight)
         grid_points, points = self._search(data, folds, scored, heads, axes, namespace)
-        best, head, best_per_fold = self._select(
-            grid_points, points, scored, heads, margins, axes
-        )
+        best, head, fold_best = self._select(grid_points, points, scored, heads, axes)
         best, chosen, finished = self._finish_search(
-            best, margins[heads.index(head)], best_per_fold, data, folds, points, scored
+            best, head, fold_best, data, folds, points, scored
         )
         self.temperature_ = 1.0
         if self.calibrate:
@@ -287,7 +288,7 @@ class _BaseMarginSoftmaxCV(
         if self.refit:
             self._finish_refit(best, head, data, namespace, finished)
         else:
-            self._finish_folds([grid_points[b] for b in best_per_fold], chosen, head)
+            self._finish_folds([grid_points[b] for b in fold_best], chosen, head)
         return self
 
     def _search(self, data, folds, scored, heads, axes, namespace):
@@ -321,7 +322,7 @@ class _BaseMarginSoftmaxCV(
         self.cv_results_ = cv_results(grid_points, scores, times, n_iter, scored)
         return grid_points, points
 
-    def _select(self, grid_points, points, scored, heads, margins, axes):
+    def _select(self, grid_points, points, scored, heads, axes):
         """Choose the best mean point: ``(point, its head, each fold's best)``.
 
         With ``refit`` every fold keeps the best mean point; without, each
@@ -330,9 +331,9 @@ class _BaseMarginSoftmaxCV(
         scores = np.array([[p.score for p in fold] for fold in points], float)
         best_mean = first_best(scores[scored].mean(axis=0))
         best = grid_points[best_mean]
-        head = next(h for h in heads if best[h.path_name] is not None)
-        index = heads.index(head) if len(heads) > 1 else 0
-        self._warn_edges(type(self).__name__, best, head, axes, margins[index])
+        loss = best.get("loss")  # several heads may walk paths over s
+        head = next(h for h in heads if h.inner_points[0].get("loss") == loss)
+        self._warn_edges(type(self).__name__, best, head, axes)
         self.best_index_ = best_mean if self.refit else None
         if self.refit:
             return best, head, [best_mean] * len(points)
@@ -347,9 +348,9 @@ class _BaseMarginSoftmaxCV(
 
     def _tries_no_margin(self):
         """Whether a refit search over its default margins probes ``m = 0``."""
-        return bool(self._tries_margin_zero and self.refit and self.ms is None)
+        return bool(self._warm_refit and self.refit and self.ms is None)
 
-    def _finish_search(self, best, margin, best_per_fold, data, folds, points, scored):
+    def _finish_search(self, best, head, best_per_fold, data, folds, points, scored):
         """Finish the search: the chosen point and the models for the temperature.
 
         Returns ``(best, chosen, finished)``: the chosen grid point, each
@@ -361,23 +362,23 @@ class _BaseMarginSoftmaxCV(
         iterations: never further than the model it is compared with. ``m =
         0`` wins on a clear paired gain (:func:`clearly_positive`); probes the
         cap stopped are then fitted on to ``tol``. ``margin_check_`` keeps
-        both columns of held-out scores.
+        both columns of held-out scores. The finish and the probe are two
+        steps of one job per fold, on rows cut and prepared once.
         """
-        base, scorer = self._base_estimator(), self._scorer()
+        base, finished, self.margin_check_ = self._base_estimator(), None, None
         chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
-        finished = None
-        if self._finishes_chosen(base):
-            finished = chosen = self._fit_on(
-                chosen, data, folds, scored, scorer, tol=base.tol
-            )
-        self.margin_check_ = None
-        if self._tries_no_margin() and best.get("m", 0.0) > 0.0 and _ok(margin, 0.0):
-            cap = min(MARGIN_PROBE_ITER, base.max_iter)
-            copies = [p._replace(model=copy.deepcopy(p.model)) for p in chosen]
-            probes = self._fit_on(
-                copies, data, folds, scored, scorer, quiet=True,
-                m=0.0, tol=base.tol, max_iter=cap,
-            )  # fmt: skip
+        finishes = self._finishes_chosen(base)
+        cap = min(MARGIN_PROBE_ITER, base.max_iter)
+        probing = self._tries_no_margin() and best.get("m", 0.0) > 0.0
+        probing = probing and _accepts(head.margin.check_m)(0.0)
+        steps = [({"tol": base.tol}, False)] if finishes else []
+        if probing:  # quiet: the probe is meant to stop at its cap
+            steps.append(({"m": 0.0, "tol": base.tol, "max_iter": cap}, True))
+        done = self._fit_on(chosen, data, folds, scored, steps) if steps else None
+        if finishes:
+            finished = chosen = done[0]
+        if probing:
+            probes = done[-1]
             scores = np.array([[p.score for p in chosen], [p.score for p in probes]]).T
             self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
             if clearly_positive(np.diff(scores[scored], axis=1).ravel()):
@@ -386,22 +387,22 @@ class _BaseMarginSoftmaxCV(
                     point.model.set_params(max_iter=base.max_iter)
                 if any(point.n_iter >= cap for point in probes):
                     finished = self._fit_on(
-                        probes, data, folds, scored, scorer, tol=base.tol
-                    )
+                        probes, data, folds, scored, [({"tol": base.tol}, False)]
+                    )[0]
                 chosen = finished
         return best, chosen, finished
 
-    def _fit_on(self, points, data, folds, scored, scorer, quiet=False, **step):
-        """Each fold's model of ``points`` fitted on at ``step``: their points.
+    def _fit_on(self, points, data, folds, scored, steps):
+        """Each fold's model of ``points`` fitted on through ``steps``, one job a fold.
 
-        :func:`~._cv_path.finish_chosen_folds` with this search's classes and
-        jobs; the models are fitted in place. ``quiet`` silences the
-        ``ConvergenceWarning`` of a fit meant to stop at its ``max_iter``.
+        :func:`~._cv_path.finish_chosen_folds` with this search's scorer,
+        classes and jobs. Returns each step's points, one per fold.
         """
-        return finish_chosen_folds(
-            [point.model for point in points], data, folds, scorer, self.classes_,
-            step, scored, self.n_jobs, self.verbose, quiet,
+        done = finish_chosen_folds(
+            [point.model for point in points], data, folds, self._scorer(),
+            self.classes_, steps, scored, self.n_jobs, self.verbose,
         )  # fmt: skip
+        return [list(step) for step in zip(*done, strict=True)]
 
     def _finishes_chosen(self, base):
         """Whether the folds' chosen models are fitted on to ``tol`` (path_tol).
@@ -464,12 +465,12 @@ class _BaseMarginSoftmaxCV(
         """Return the outer axes that ``scores_`` has (all of them here)."""
         return list(axes)
 
-    def _warn_edges(self, name, best, head, axes, margin):
+    def _warn_edges(self, name, best, head, axes):
         """GridEdgeWarning for each chosen value on the edge of its grid."""
         ms = tuple(p["m"] for p in head.inner_points)
         grids = {head.path_name: head.path_values, **axes, "m": ms}
         warn_grid_edges(
-            name, {k: best[k] for k in grids}, grids, margin, head.path_name,
+            name, {k: best[k] for k in grids}, grids, head.margin, head.path_name,
             fold_scores=fold_scores_near(self.cv_results_, best),
         )  # fmt: skip
 
@@ -502,7 +503,7 @@ class _BaseMarginSoftmaxCV(
         grid_points = search_points(job_points, map_points, heads)
         grid = PathGrid(
             heads, map_points, self._scorer(), self.classes_,
-            keep_models, self.verbose, self._fold_preparer(), min_tol,
+            keep_models, self.verbose, self._prepare_fold, min_tol,
         )  # fmt: skip
         name = type(self).__name__
         # scikit-learn's Parallel carries the configuration to joblib's
@@ -525,10 +526,6 @@ class _BaseMarginSoftmaxCV(
         flat = [point for job in done for point in job]
         n_grid = len(grid_points)
         return grid_points, [flat[i : i + n_grid] for i in range(0, len(flat), n_grid)]
-
-    def _fold_preparer(self):
-        """``grid.prepare`` of the jobs (:class:`PathGrid`): none here."""
-        return None
 
     def _set_chosen(self, point, path_name):
         for key, value in point.items():

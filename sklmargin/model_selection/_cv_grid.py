@@ -96,13 +96,17 @@ def _valid_values(values, check, name, loss, sort=True, domain=None):
     return tuple(dict.fromkeys(kept))
 
 
-def _ok(margin, m):
-    """Whether ``m`` lies in the margin domain of ``margin``'s loss."""
-    try:
-        margin.check_m(m)
-    except (TypeError, ValueError):
-        return False
-    return True
+def _accepts(check):
+    """``valid(value)``: whether ``check`` (a ``check_m``, ``check_s``) accepts it."""
+
+    def valid(value):
+        try:
+            check(value)
+        except (TypeError, ValueError):
+            return False
+        return True
+
+    return valid
 
 
 def _check_positive(value, name="C"):

@@ -44,8 +44,7 @@ from .._utils.array_api import (
     to_numpy,
 )
 from ..estimators._fit_path import fit_path
-from ..losses._registry import get_margin
-from ..losses._support_vectors import with_support_vectors
+from ..losses._registry import loss_margin
 
 
 class PathGrid(NamedTuple):
@@ -74,6 +73,7 @@ class Head(NamedTuple):
     inner_points: list  # dicts over the axes that keep the map (loss, m)
     path_name: str  # "s" or "C"
     path_values: tuple  # ascending: each point starts from the previous one
+    margin: object  # the loss's registered Margin (its domains and defaults)
 
 
 class PathPoint(NamedTuple):
@@ -158,13 +158,17 @@ def full_class_logits(logits, estimator_classes, classes, xp=NUMPY):
     return xp.stack(columns, axis=1)
 
 
-def held_out_logits(estimator, features):
-    """Margin-free logits of a fold's held-out (mapped) rows, as NumPy.
+def held_out_score(model, rows, scorer, classes, scored):
+    """``(logits, score)`` of a fitted model on its fold's held-out rows.
 
-    Computed where the rows are; a device's come to the host (``n_test x K``
-    numbers), where the scores and the temperature fit use them.
+    The margin-free logits over all ``classes``, as NumPy: computed where the
+    mapped rows are, a device's come to the host (``n_test x K`` numbers),
+    where the scores and the temperature fit use them. ``scored=False`` (a
+    test fold of zero weight) leaves the score NaN.
     """
-    return to_numpy(estimator._logits_of_features(features))
+    logits = to_numpy(model._logits_of_features(rows.features_test))
+    logits = full_class_logits(logits, model.classes_, classes)
+    return logits, (scorer(model, rows, logits) if scored else np.nan)
 
 
 def point_label(point):
@@ -231,7 +235,7 @@ def probes_start(estimator, min_tol):
         return False
     # The estimator's margin as its fit builds it: t > 1 makes any loss
     # SV-Softmax, whose state rounds the registry's margin does not have.
-    margin = with_support_vectors(get_margin(estimator.loss), estimator.t)
+    margin = loss_margin(estimator.loss, estimator.t)
     return not (
         margin.uses_lambda or margin.stateful or margin.start == "softmax-solution"
     )
@@ -290,10 +294,7 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
         start = time.perf_counter()
         next(fits)
         fit_time = time.perf_counter() - start
-        logits = full_class_logits(
-            held_out_logits(path, rows.features_test), path.classes_, grid.classes
-        )
-        score = grid.scorer(path, rows, logits) if scored else np.nan
+        logits, score = held_out_score(path, rows, grid.scorer, grid.classes, scored)
         if grid.verbose:
             print(
                 f"[{label}] {head.path_name}={value:.4g}: score={score:.4f}, "
@@ -306,55 +307,54 @@ def _walk_path(estimator, inner, head, rows, grid, label, scored):
     return points
 
 
-def finish_fold(models, data, train, test, scorer, classes, step, scored, quiet=False):
-    """Fit a fold's path models on, warm-started, at ``step``: their PathPoints.
+def finish_fold(model, data, train, test, scorer, classes, steps, scored):
+    """Fit a fold's chosen model on, warm-started, through ``steps``: their PathPoints.
 
-    ``models`` are the fold's kept path models (``grid.keep_models``) at the
-    grid points being finished, fitted at the search's looser path
-    tolerance. Each continues from its own coefficients on the fold's
-    training rows (cut again, and mapped by ``models[0]``: the linear
-    estimator has no map) with the parameters ``step`` sets:
-    ``{"tol": tol}`` fits it on until its stop test at ``tol`` holds, which
-    costs a few iterations where the path had already come close; the
-    held-out logits and score are then those of the model a fit at ``tol``
-    gives, the kind of model the refit ends with. ``quiet`` silences the
-    ``ConvergenceWarning`` of a probe (another margin tried for a few
-    iterations, ``max_iter`` in ``step``), which is expected. ``data`` is the
-    search's ``(X, y, y_encoded, sample_weight)``; ``scorer`` and
-    ``classes`` those of its :class:`PathGrid`.
+    ``model`` is the fold's kept path model (``grid.keep_models``) at the
+    chosen grid point. The fold's rows are cut again and mapped by ``model``
+    (the linear estimator has no map) once, and prepared once for every
+    step (:func:`fit_path`). ``steps`` are ``(params, quiet)`` pairs; each
+    step continues from the coefficients the previous one left with the
+    parameters ``params`` sets: ``{"tol": tol}`` fits on until the stop test
+    at ``tol`` holds, which costs a few iterations where the path had
+    already come close; the held-out logits and score are then those of the
+    model a fit at ``tol`` gives, the kind of model the refit ends with.
+    ``quiet`` silences the ``ConvergenceWarning`` of a probe (another margin
+    tried for a few iterations, ``max_iter`` in ``params``), which is
+    expected. ``data`` is the search's ``(X, y, y_encoded, sample_weight)``;
+    ``scorer`` and ``classes`` those of its :class:`PathGrid`.
 
     Returns
     -------
     list of PathPoint
-        One per model, in order, each with its finished model.
+        One per step, in order, each with the model as that step left it: a
+        copy, but for the last step's, which is ``model`` (fitted in place).
     """
-    rows = map_fold(models[0], cut_fold(*data, train, test))
+    rows = map_fold(model, cut_fold(*data, train, test))
+    fits = fit_path(
+        model.set_params(warm_start=True), rows.X_train, rows.y_train,
+        rows.sw_train, [params for params, _ in steps],
+        mapped=rows.premapped, warn_scale=False,
+    )  # fmt: skip
     points = []
-    for model in models:
+    for i, (_, quiet) in enumerate(steps):
         start = time.perf_counter()
-        model.set_params(warm_start=True)
         with warnings.catch_warnings():
             if quiet:
                 warnings.simplefilter("ignore", ConvergenceWarning)
-            for _ in fit_path(
-                model, rows.X_train, rows.y_train, rows.sw_train, [step],
-                mapped=rows.premapped, warn_scale=False,
-            ):  # fmt: skip
-                pass
+            next(fits)
         fit_time = time.perf_counter() - start
-        logits = full_class_logits(
-            held_out_logits(model, rows.features_test), model.classes_, classes
-        )
-        score = scorer(model, rows, logits) if scored else np.nan
-        model.set_params(warm_start=False)
-        points.append(PathPoint(score, model.n_iter_, fit_time, logits, model))
+        logits, score = held_out_score(model, rows, scorer, classes, scored)
+        kept = model if i == len(steps) - 1 else copy.deepcopy(model)
+        kept.set_params(warm_start=False)
+        points.append(PathPoint(score, model.n_iter_, fit_time, logits, kept))
     return points
 
 
 def finish_chosen_folds(
-    models, data, folds, scorer, classes, step, scored, n_jobs, verbose, quiet=False
+    models, data, folds, scorer, classes, steps, scored, n_jobs, verbose
 ):  # fmt: skip
-    """Fit each fold's model at the chosen point on at ``step``, as joblib jobs.
+    """Fit each fold's model at the chosen point on through ``steps``: one job a fold.
 
     The path's fits stop at the looser ``path_tol``; the refit's chosen
     point, the model the user gets, is fitted to ``tol``. The temperature
@@ -362,26 +362,25 @@ def finish_chosen_folds(
     models are less sharp, and a temperature fitted on them
     over-sharpens the final model's probabilities. So each fold's model
     at the chosen point continues, warm-started, until its stop test at
-    ``tol`` holds (``step={"tol": tol}``, :func:`finish_fold`), and its
+    ``tol`` holds (the step ``{"tol": tol}``, :func:`finish_fold`), and its
     held-out logits replace the path's for the temperature; the refit
     starts from their mean. (Finishing the three best points and choosing
     again among them was measured and not kept: twice the cost, no better
-    choice.) The probe of another margin at the chosen point runs through
-    it too (``quiet``: its iteration cap is expected, :func:`finish_fold`).
+    choice.) The probe of another margin at the chosen point is one more
+    step of the same job, on the rows the fold's job cut and prepared once.
 
     Returns
     -------
-    list of PathPoint
-        Each fold's finished point, with its model.
+    list of list of PathPoint
+        Each fold's points, one per step (:func:`finish_fold`).
     """
     jobs = [
         delayed(finish_fold)(
-            [model], data, train, test, scorer, classes, step, scored[f], quiet
+            model, data, train, test, scorer, classes, steps, scored[f]
         )  # fmt: skip
         for f, ((train, test), model) in enumerate(zip(folds, models, strict=True))
     ]
-    done = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
-    return [fold[0] for fold in done]
+    return Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
 
 
 def mean_model(models, classes):

@@ -23,16 +23,13 @@ def cv_results(grid_points, scores, times, n_iter, scored):
     """``cv_results_``: one entry per grid point, as ``GridSearchCV``'s."""
     # As GridSearchCV's: a parameter a point does not have (the s of a
     # loss tuned along C) is masked.
-    results = {
-        f"param_{key}": np.ma.MaskedArray(
-            np.array([p[key] for p in grid_points], dtype=object),
-            mask=[key in ("s", "C") and p[key] is None for p in grid_points],
-        )
-        if any(key in ("s", "C") and p[key] is None for p in grid_points)
-        else np.array([p[key] for p in grid_points], dtype=object)
-        for key in grid_points[0]
-    }
-    results["params"] = [searched(p) for p in grid_points]
+    params, results = [searched(p) for p in grid_points], {}
+    for key in grid_points[0]:
+        values = np.array([p[key] for p in grid_points], dtype=object)
+        missing = [key not in p for p in params]
+        masked = np.ma.MaskedArray(values, mask=missing) if any(missing) else values
+        results[f"param_{key}"] = masked
+    results["params"] = params
     for fold, row in enumerate(scores):
         results[f"split{fold}_test_score"] = row
     mean = scores[scored].mean(axis=0)

@@ -14,21 +14,11 @@ import warnings
 import numpy as np
 
 from .._utils.grid_edges import GridEdgeWarning, beats_neighbour, grid_edges
+from ._cv_grid import _accepts
 from ._cv_results import searched
 
 #: The constructor parameter that holds each grid axis.
 _GRID_PARAMS = {"s": "ss", "C": "Cs", "m": "ms", "gamma": "gammas"}
-
-
-def _accepts(check):
-    def valid(value):
-        try:
-            check(value)
-        except (TypeError, ValueError):
-            return False
-        return True
-
-    return valid
 
 
 def fold_scores_near(cv_results, best, values=None):

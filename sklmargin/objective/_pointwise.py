@@ -22,8 +22,7 @@ import numpy as np
 from .._utils.array_api import NUMPY, get_namespace, wide_dtype
 from .._utils.validation import check_logit_range, check_weights
 from ..losses._base import _real
-from ..losses._registry import get_margin
-from ..losses._support_vectors import with_support_vectors
+from ..losses._registry import loss_margin
 from ._cross_entropy import array_cross_entropy, softmax_cross_entropy
 
 # Room left by a logit scale for |f|, |f'| (~1e3 at the float32 cosine clip).
@@ -334,7 +333,7 @@ def margin_softmax_loss(
 
 def _check_pointwise_inputs(cos, y, loss, m, s, t, norms, sample_weight):
     """Validate :func:`margin_softmax_loss`'s inputs; clear errors, never NaN."""
-    margin = with_support_vectors(get_margin(loss), t)
+    margin = loss_margin(loss, t)
     cos = np.asarray(cos)
     if cos.dtype not in (np.float32, np.float64):
         try:
