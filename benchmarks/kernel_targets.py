@@ -19,11 +19,13 @@ the training split inside each pipeline, one BLAS thread, CPU seconds
 n_features=50, n_informative=30, n_classes=10, random_state=0)``, first 20,000
 rows to train, last 10,000 to test. ``--no-calibrated`` leaves the
 ``CalibratedClassifierCV`` peer out of the cv stage; ``--no-peers`` leaves
-every SVC out (accuracy exploration: the peers are deterministic on the same
-split), and ``--params JSON`` sets parameters of ours (e.g. ``'{"loss":
-["am-softmax", "softmax"]}'``). Each cv row also records, per (metric, loss,
-gamma) of the search, its best mean CV score and the summed mean fit time of
-its path (``ours_configs``), and the chosen point (``ours_chosen``).
+every SVC out of either stage (exploration: the peers are deterministic on
+the same split), and ``--params JSON`` sets parameters of ours in either
+stage (e.g. ``'{"m": 0.0, "centres": "kmeans"}'`` for the default,
+``'{"loss": ["am-softmax", "softmax"]}'`` for the cv stage). Each cv row
+also records, per (metric, loss, gamma) of the search, its best mean CV score
+and the summed mean fit time of its path (``ours_configs``), and the chosen
+point (``ours_chosen``).
 
 SVC is fitted on a stratified subsample of ``--svc-max-samples`` training rows
 where the split is larger (a9a: the tuned search does not finish in the budget
@@ -128,34 +130,41 @@ def encoded(y_test, classes):
     return np.searchsorted(classes, y_test)
 
 
-def default_stage(name, split, max_samples):
+def default_stage(name, split, max_samples, peers=True, params=None):
     from sklmargin import KernelMarginSoftmaxClassifier
 
     X_train, y_train, X_test, y_test = split
     ours = make_pipeline(
-        StandardScaler(), KernelMarginSoftmaxClassifier(random_state=0)
+        StandardScaler(),
+        KernelMarginSoftmaxClassifier(random_state=0, **(params or {})),
     )
     _, fit_cpu, fit_wall = timed(lambda: ours.fit(X_train, y_train))
     pred, pred_cpu, _ = timed(lambda: ours.predict(X_test))
+    row = {
+        "stage": "default",
+        "dataset": name,
+        "params": params or {},
+        "n_train": len(y_train),
+        "ours_acc": 100 * float(np.mean(pred == y_test)),
+        "ours_fit_cpu": fit_cpu,
+        "ours_fit_wall": fit_wall,
+        "ours_predict_cpu": pred_cpu,
+        "ours_n_iter": int(ours[-1].n_iter_),
+        "ours_n_components": int(ours[-1].n_components_),
+        "ours_dtype": str(ours[-1].compute_dtype_),
+    }
+    if not peers:
+        return row
     Xs, ys = svc_rows(X_train, y_train, max_samples)
     svc = make_pipeline(StandardScaler(), SVC(C=10, gamma="scale"))
     _, svc_cpu, svc_wall = timed(lambda: svc.fit(Xs, ys))
     svc_pred, svc_pred_cpu, _ = timed(lambda: svc.predict(X_test))
-    return {
-        "stage": "default",
-        "dataset": name,
-        "n_train": len(y_train),
+    return row | {
         "svc_rows": len(ys),
-        "ours_acc": 100 * float(np.mean(pred == y_test)),
         "svc_acc": 100 * float(np.mean(svc_pred == y_test)),
-        "ours_fit_cpu": fit_cpu,
-        "ours_fit_wall": fit_wall,
         "svc_fit_cpu": svc_cpu,
         "svc_fit_wall": svc_wall,
-        "ours_predict_cpu": pred_cpu,
         "svc_predict_cpu": svc_pred_cpu,
-        "ours_n_iter": int(ours[-1].n_iter_),
-        "ours_dtype": str(ours[-1].compute_dtype_),
     }
 
 
@@ -364,14 +373,15 @@ def main():
     parser.add_argument(
         "--no-peers",
         action="store_true",
-        help="cv stage: fit ours only (accuracy exploration; the SVC peers are "
-        "deterministic on the same split)",
+        help="fit ours only (exploration: the SVC peers are deterministic on the "
+        "same split)",
     )
     parser.add_argument(
         "--params",
         default=None,
-        help="cv stage: JSON of KernelMarginSoftmaxClassifierCV parameters "
-        '(exploration), e.g. \'{"loss": "am-softmax"}\'',
+        help="JSON of parameters of ours (KernelMarginSoftmaxClassifier in the "
+        "default stage, ...CV in the cv stage; exploration), e.g. "
+        '\'{"loss": "am-softmax"}\'',
     )
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args()
@@ -392,7 +402,13 @@ def main():
                     json.loads(args.params) if args.params else None,
                 )
             else:
-                row = stage(name, split, args.svc_max_samples)
+                row = stage(
+                    name,
+                    split,
+                    args.svc_max_samples,
+                    not args.no_peers,
+                    json.loads(args.params) if args.params else None,
+                )
             emit(row, args.out)
 
 
