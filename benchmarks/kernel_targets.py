@@ -264,13 +264,16 @@ def summary(path):
     """Markdown tables of the cv stage and the issue's targets, from JSON lines.
 
     The plain default's accuracy comes from ``--stage default`` rows in the
-    same file (the last row of each set wins).
+    same file without ``--params`` (the last row of each set wins).
     """
     cv, default = {}, {}
     with open(path) as lines:
         for line in lines:
             row = json.loads(line)
-            (cv if row["stage"] == "cv" else default)[row["dataset"]] = row
+            if row["stage"] == "cv":
+                cv[row["dataset"]] = row
+            elif not row.get("params"):  # (an exploration is no default)
+                default[row["dataset"]] = row
     print(
         "| data set | CV ours % | tuned SVC % | diff | plain default % | CV - default "
         "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s or C, metric "

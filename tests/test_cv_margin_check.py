@@ -162,10 +162,8 @@ def test_a_margin_gives_way_only_to_a_clear_gain():
     assert not clearly_positive([-0.01, -0.02, -0.01])
 
 
-@pytest.mark.parametrize("quiet", [False, True])
-def test_only_the_probe_silences_its_iteration_cap(quiet):
-    # A fold fit on to tol that runs out of max_iter warns as any fit does;
-    # only the probe, which is meant to stop at its cap, is quiet.
+def _finish_with(steps):
+    """Fold models stopped at once, fitted on through ``steps``: warnings, models."""
     from sklmargin.model_selection._cv_path import finish_chosen_folds
     from sklmargin.model_selection._cv_results import search_scorer
 
@@ -179,7 +177,33 @@ def test_only_the_probe_silences_its_iteration_cap(quiet):
         warnings.simplefilter("always")
         finish_chosen_folds(
             models, data, folds, search_scorer(None, None, "test"), np.unique(y),
-            [({"tol": 1e-12, "max_iter": 2}, quiet)], np.ones(3, bool), None, 0,
+            steps, np.ones(3, bool), None, 0,
         )  # fmt: skip
-    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
-    assert warned is not quiet
+    warned = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return warned, models
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_only_the_probe_silences_its_iteration_cap(quiet):
+    # A fold fit on to tol that runs out of max_iter warns as any fit does;
+    # only the probe, which is meant to stop at its cap, is quiet.
+    warned, _ = _finish_with([({"tol": 1e-12, "max_iter": 2}, quiet)])
+    assert bool(warned) is not quiet
+
+
+@pytest.mark.parametrize("probe_first", [False, True])
+def test_a_loud_and_a_quiet_step_of_one_job_warn_once_a_fold(probe_first):
+    # The search's job: the finish (loud) and the probe (quiet) in one pass.
+    steps = [
+        ({"tol": 1e-12, "max_iter": 2}, False),
+        ({"m": 0.0, "tol": 1e-12, "max_iter": 2}, True),
+    ]
+    warned, _ = _finish_with(steps[::-1] if probe_first else steps)
+    assert warned == 3  # one a fold, from the loud step
+
+
+def test_finishing_leaves_the_folds_models_as_they_were():
+    # The search keeps its path models; the steps fit copies (a parallel
+    # job's pickled model never came back either), whatever n_jobs.
+    _, models = _finish_with([({"m": 0.0, "max_iter": 2}, True)])
+    assert all(model.m is None and model.max_iter == 1 for model in models)

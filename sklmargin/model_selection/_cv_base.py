@@ -350,7 +350,7 @@ class _BaseMarginSoftmaxCV(
         """Whether a refit search over its default margins probes ``m = 0``."""
         return bool(self._warm_refit and self.refit and self.ms is None)
 
-    def _finish_search(self, best, head, best_per_fold, data, folds, points, scored):
+    def _finish_search(self, best, head, fold_best, data, folds, points, scored):
         """Finish the search: the chosen point and the models for the temperature.
 
         Returns ``(best, chosen, finished)``: the chosen grid point, each
@@ -366,7 +366,7 @@ class _BaseMarginSoftmaxCV(
         steps of one job per fold, on rows cut and prepared once.
         """
         base, finished, self.margin_check_ = self._base_estimator(), None, None
-        chosen = [points[f][b] for f, b in enumerate(best_per_fold)]
+        chosen = [points[f][b] for f, b in enumerate(fold_best)]
         finishes = self._finishes_chosen(base)
         cap = min(MARGIN_PROBE_ITER, base.max_iter)
         probing = self._tries_no_margin() and best.get("m", 0.0) > 0.0

@@ -311,9 +311,11 @@ def finish_fold(model, data, train, test, scorer, classes, steps, scored):
     """Fit a fold's chosen model on, warm-started, through ``steps``: their PathPoints.
 
     ``model`` is the fold's kept path model (``grid.keep_models``) at the
-    chosen grid point. The fold's rows are cut again and mapped by ``model``
-    (the linear estimator has no map) once, and prepared once for every
-    step (:func:`fit_path`). ``steps`` are ``(params, quiet)`` pairs; each
+    chosen grid point; it is not changed (the steps fit a copy, as a
+    parallel job's pickled model would be). The fold's rows are cut again
+    and mapped by ``model`` (the linear estimator has no map) once, and
+    prepared once for every step (:func:`fit_path`; L-Softmax's at each
+    step). ``steps`` are ``(params, quiet)`` pairs; each
     step continues from the coefficients the previous one left with the
     parameters ``params`` sets: ``{"tol": tol}`` fits on until the stop test
     at ``tol`` holds, which costs a few iterations where the path had
@@ -327,9 +329,10 @@ def finish_fold(model, data, train, test, scorer, classes, steps, scored):
     Returns
     -------
     list of PathPoint
-        One per step, in order, each with the model as that step left it: a
-        copy, but for the last step's, which is ``model`` (fitted in place).
+        One per step, in order, each with its own copy of the model as that
+        step left it.
     """
+    model = copy.deepcopy(model)
     rows = map_fold(model, cut_fold(*data, train, test))
     fits = fit_path(
         model.set_params(warm_start=True), rows.X_train, rows.y_train,
