@@ -104,6 +104,29 @@ def test_sparse_rows_count_their_dense_copy(monkeypatch):
     assert not any(densified)
 
 
+@pytest.mark.parametrize("n_components", [41, "path"])
+def test_a_refused_fit_leaves_no_state_and_pickles(monkeypatch, n_components):
+    # A fit refused after it set classes_ (and, for the path, after its
+    # labels were read) keeps no private state of its own for the next fit,
+    # and such an estimator can be saved and loaded.
+    import pickle
+
+    X, y = _data(1200)
+    budget = _memory.fit_bytes(len(y), 40, 8) if n_components == 41 else 1000
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", budget)
+    clf = KernelMarginSoftmaxClassifier(n_components=n_components, metric=None)
+    with pytest.raises(ValueError, match="needs"):
+        clf.fit(X, y)
+    assert not [name for name in vars(clf) if name.startswith("_path")]
+    loaded = pickle.loads(pickle.dumps(clf))  # (raised a KeyError before)
+
+    def fitted(model):
+        return sorted(k for k in vars(model) if k.endswith("_") and k[0] != "_")
+
+    assert fitted(loaded) == fitted(clf)
+    assert "n_components_" not in fitted(loaded)
+
+
 def test_not_even_one_component_is_refused(monkeypatch):
     X, y = _data(n=200)
     monkeypatch.setattr(_memory, "MEMORY_BUDGET", 1000)

@@ -148,6 +148,31 @@ def test_path_refusal_names_its_copies_and_entries(small_path, monkeypatch):
     # Room for a fit of one component, not for the path's three copies.
     monkeypatch.setattr(_memory, "MEMORY_BUDGET", _memory.fit_bytes(n, 1, 4))
     clf = KernelMarginSoftmaxClassifier(n_components="path", metric=None)
-    message = rf"{n} rows x 1 components x 4 bytes .*\(3 copies of the mapped rows"
+    message = (
+        rf"{n} rows x 1 components x 4 bytes .*\(3 copies of the mapped rows"
+        rf".*the dense rows the map works on \({n} x {d}:"  # (the permuted copy)
+    )
     with pytest.raises(ValueError, match=message):
         clf.fit(X, y)
+
+
+def test_a_device_holds_only_the_chosen_features(small_path, monkeypatch):
+    # The path's copies live on the host; rows on a device cap the width by
+    # one fit of the chosen width there, not by the path's host copies.
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    from sklearn import config_context
+
+    from sklmargin.features import _memory
+
+    X, y = _data()
+    n, d = X.shape
+    host = _path_bytes(n, 200, 8, 2 * d)  # the path's copies of 200 fit
+    device = _memory.fit_bytes(n, 50, 8)  # the device holds a fit of 50
+    monkeypatch.setattr(
+        _memory, "memory_budget", lambda X=None: host if X is None else device
+    )
+    clf = KernelMarginSoftmaxClassifier(n_components="path", metric=None)
+    with config_context(array_api_dispatch=True):
+        clf.fit(torch.from_numpy(X), torch.from_numpy(y))
+    assert clf.width_path_["cap"] == 50

@@ -23,6 +23,11 @@ from __future__ import annotations
 
 import inspect
 
+#: What a ``_legacy_fitted`` function returns for a state that lacks what the
+#: attribute is made from: a fit that failed after it set ``classes_`` (its
+#: model was never fitted, so there is nothing to fill).
+NOT_FITTED = object()
+
 
 def fitted_dtype_name(state):
     """Name of the dtype a saved model was fitted in: its ``coef_``'s, or None.
@@ -59,6 +64,6 @@ class LegacyStateMixin:
                 state[name] = defaults[name].default if make is None else make(state)
         if "classes_" in state:
             for name, make in self._legacy_fitted.items():
-                if name not in state:
-                    state[name] = make(state)
+                if name not in state and (value := make(state)) is not NOT_FITTED:
+                    state[name] = value
         super().__setstate__(state)

@@ -20,7 +20,7 @@ from .._utils.array_api import (
     to_numpy,
 )
 from .._utils.compat import Interval, StrOptions
-from .._utils.legacy_state import fitted_dtype_name
+from .._utils.legacy_state import NOT_FITTED, fitted_dtype_name
 from .._utils.validation import check_sample_and_class_weight
 from ..features._centres import CENTRE_SELECTORS
 from ..features._kernel_features import (  # noqa: F401 (the width's law, for callers)
@@ -345,9 +345,13 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     }
     _legacy_fitted = {
         **BaseMarginSoftmax._legacy_fitted,
-        "compute_dtype_": fitted_dtype_name,
+        "compute_dtype_": lambda state: fitted_dtype_name(state) or NOT_FITTED,
         # the fitted map's width (every fitted kernel model has its map)
-        "n_components_": lambda state: int(state["feature_map_"].n_components),
+        "n_components_": lambda state: (
+            int(state["feature_map_"].n_components)
+            if "feature_map_" in state
+            else NOT_FITTED
+        ),
     }
 
     def __init__(
@@ -522,8 +526,8 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
     def _fit_feature_map(
         self, X, y_encoded, sample_weight, xp=NUMPY, device="cpu", mapped=None
     ):
-        # The start of the final fit (_solve) where this fit walks a path.
-        self._path_start = None
+        # A start left by a fit that failed after its path: not this map's.
+        self.__dict__.pop("_path_start", None)
         if mapped is not None:  # a CV fold's map and rows, used as they are
             self.feature_map_, features = mapped
             self._fitted_map_key = None
@@ -537,6 +541,7 @@ class KernelMarginSoftmaxClassifier(BaseMarginSoftmax):
             choice = self._path_map(X, y_encoded, sample_weight, xp, device)
             if choice is not None:
                 self.feature_map_, features = choice.feature_map, choice.features
+                # (the final fit's start: _solve takes it)
                 self.width_path_, self._path_start = choice.path, choice.start
             else:
                 kernel = self._kernel_features()

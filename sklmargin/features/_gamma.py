@@ -10,7 +10,8 @@ weighted by ``sample_weight[i]`` (so integer weights equal repeated rows), and
 :func:`weighted_sum` (the weighted sum of the entries, then of the squared
 deviations from their mean), accumulated in float64 (the device's widest
 float) by row blocks, in the namespace of ``X``: NumPy, a device's, or one
-Dask chunk at a time, whose per-row terms the Dask fit sums exactly. Both
+Dask chunk at a time, whose sums the Dask fit adds exactly
+(:func:`exact_sum`). Both
 then finish with :func:`round_off_floor` and :func:`gamma_from_variance`.
 The Nyström and random Fourier maps resolve their ``gamma="scale"`` with
 :func:`scale_gamma`, the kernel CV estimator its grid of multiples of it.
@@ -52,6 +53,46 @@ def round_off_floor(variance: float, mean: float) -> float:
     return variance
 
 
+#: Every finite float64 is an integer multiple of ``2 ** -_EXACT_SHIFT``
+#: (the smallest subnormal is ``2 ** -1074``; :func:`numpy.frexp`'s 53-bit
+#: integer mantissas reach 53 bits below it).
+_EXACT_SHIFT = 1074 + 53
+#: Values summed per batch: half-mantissas below ``2 ** 27`` add exactly in
+#: float64 for ``2 ** 26`` of them.
+_EXACT_BATCH = 2**26
+
+
+def exact_sum(values) -> int:
+    r"""Return the exact sum of float64 ``values`` times ``2 ** 1127``, an integer.
+
+    Sums of several arrays add as integers, exactly, and
+    :func:`float_of_exact` rounds the total once: the same float as
+    :func:`math.fsum` of all the values together, however they were split.
+    The Dask fit sends one such integer per chunk (not one float per row).
+    Each value is :math:`M 2^E` with an integer mantissa :math:`|M| < 2^{53}`
+    (:func:`numpy.frexp`), split in two halves of at most 27 bits whose sums
+    per exponent are exact in float64 for up to :math:`2^{26}` values at a
+    time (:func:`numpy.bincount`), then shifted into one Python integer.
+    Values must be finite.
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    total = 0
+    for start in range(0, values.size, _EXACT_BATCH):
+        fraction, exponent = np.frexp(values[start : start + _EXACT_BATCH])
+        mantissa = np.ldexp(fraction, 53).astype(np.int64)
+        group = exponent + 1074  # (frexp's exponents: -1073 .. 1024)
+        for part, shift in ((mantissa >> 27, 27), (mantissa & (2**27 - 1), 0)):
+            sums = np.bincount(group, weights=part)
+            for g in np.flatnonzero(sums).tolist():
+                total += int(sums[g]) << (g - 1074 - 53 + _EXACT_SHIFT + shift)
+    return total
+
+
+def float_of_exact(total: int) -> float:
+    """Return the float nearest the exact sum :func:`exact_sum` gave (one rounding)."""
+    return total / (1 << _EXACT_SHIFT)  # (Python's int division rounds once)
+
+
 def weighted_sum(X, sample_weight, mean=None, terms=False):
     r"""Return the weighted sum of the entries, or of their squared deviations.
 
@@ -66,9 +107,9 @@ def weighted_sum(X, sample_weight, mean=None, terms=False):
     of the rows either: a row permutation then gives the same ``gamma`` to
     the last bit (a dot product's rounding followed the row order, and one
     ulp of ``gamma`` was enough to move some test labels of a kernel fit).
-    A Dask fit gathers every chunk's terms (``terms=True``, one float per
-    row) and sums them all at once the same way: the in-memory ``gamma``
-    however the rows are chunked.
+    A Dask chunk takes its terms (``terms=True``) to :func:`exact_sum`, so
+    that the chunks' sums add to the in-memory ``gamma`` however the rows
+    are chunked.
 
     Parameters
     ----------
@@ -80,12 +121,15 @@ def weighted_sum(X, sample_weight, mean=None, terms=False):
         None for the sum of the entries, else the mean :math:`\mu` to centre
         them on for the sum of squares.
     terms : bool, default=False
-        Return the NumPy rows' weighted per-row sums, the terms the sum adds.
+        Return the weighted per-row sums, the terms the sum adds (NumPy rows
+        only: a device's rows are reduced on the device).
 
     Returns
     -------
     float, or ndarray of shape (n_samples,) with ``terms``
     """
+    if terms and not isinstance(X, np.ndarray):
+        raise TypeError("weighted_sum(terms=True) takes NumPy rows.")
     xp, device = get_namespace(X)
     wide = wide_dtype(xp, device)
     per_row = RowBlockWriter(xp, (X.shape[0],), wide, device)

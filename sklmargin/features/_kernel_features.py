@@ -183,7 +183,7 @@ random_state
         """Return ``gamma`` as the map takes it: ``"scale"`` or a float.
 
         ``scale()`` computes the value of ``"scale"`` on the map's rows (in
-        memory, or added over Dask chunks); a plain ``"scale"`` is left to the
+        memory, or from the Dask chunks' exact sums); a plain ``"scale"`` is left to the
         map, which resolves it itself.
         """
         if self.gamma == "scale" or (self.gamma == "auto" and not self.metric):

@@ -205,9 +205,10 @@ class WidthChoice:
     ----------
     feature_map : NystroemFeatures
         The fitted map at the chosen width.
-    features : ndarray of shape (n_samples, width)
+    features : array of shape (n_samples, width)
         The training rows mapped by it (in their given order; a new array the
-        caller may overwrite).
+        caller may overwrite): NumPy from :func:`choose_width`, on the rows'
+        device after :func:`path_map`.
     start : object or None
         The path's model at the chosen width, whose coefficients start the
         final fit; None when there was no path.
@@ -429,12 +430,19 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     # Beside PATH_COPIES mapped rows, the path holds the rows' host copy in
     # the compute dtype (NumPy rows of that dtype are their own) and its
     # permuted copy (choose_width).
+    # All of that is on the host; a device holds the chosen width's features.
     copied = not isinstance(X, np.ndarray) or X.dtype != dtype
-    budget = memory_budget() if xp is NUMPY else min(memory_budget(), memory_budget(X))
+    host = memory_budget()
     terms = {"dense_columns": (1 + copied) * X.shape[1], "copies": PATH_COPIES}
-    widest = widest_width(n_samples, dtype.itemsize, budget=budget, **terms)
-    if widest < 1:  # refused before any copy, naming the sizes
-        check_fit_memory(n_samples, 1, dtype.itemsize, budget=budget, **terms)
+    widest = widest_width(n_samples, dtype.itemsize, budget=host, **terms)
+    device_budget = None if xp is NUMPY else memory_budget(X)
+    if device_budget is not None:
+        widest = min(
+            widest, widest_width(n_samples, dtype.itemsize, budget=device_budget)
+        )
+    if widest < 1:  # refused before any copy, naming the sizes (the host's first)
+        check_fit_memory(n_samples, 1, dtype.itemsize, budget=host, **terms)
+        check_fit_memory(n_samples, 1, dtype.itemsize, X=X, budget=device_budget)
     rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
     weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
     gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))

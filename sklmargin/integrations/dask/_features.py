@@ -5,11 +5,14 @@ from the data is reduced over the chunks:
 
 * ``gamma="scale"``: the sample-weighted variance of all entries,
   :math:`\sigma^2 = \sum_i w_i \sum_j (x_{ij} - \mu)^2 / (d \sum_i w_i)`, in
-  the in-memory fit's two passes: each chunk's per-row terms of
+  the in-memory fit's two passes: each chunk's
   :func:`~sklmargin.features._gamma.weighted_sum` (of the entries, then of
-  the squared deviations from their mean), summed exactly on the client
-  (one float per row) and finished by the same round-off floor for constant
-  data: the in-memory ``gamma_`` to the last bit, whatever the chunks.
+  the squared deviations from their mean) as an exact integer, added on the
+  client, rounded once and finished by the same round-off floor for
+  constant data: the in-memory ``gamma_`` to the last bit, whatever the
+  chunks (with ``class_weight="balanced"`` the weights themselves come from
+  chunked class totals, which may differ from the in-memory ones in the
+  last bit).
 * random Fourier features: nothing else; their frequencies depend only on the
   width, ``d`` and ``random_state``, so the map equals the in-memory one.
 * Nystroem: the centres the in-memory fit would choose. The selectors draw
@@ -31,13 +34,18 @@ from the data is reduced over the chunks:
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 
 from ...features._centres import choose_centres
-from ...features._gamma import gamma_from_variance, round_off_floor, weighted_sum
+from ...features._gamma import (
+    exact_sum,
+    float_of_exact,
+    gamma_from_variance,
+    round_off_floor,
+    weighted_sum,
+)
 from ...features._row_keys import distinct_row_hashes, unique_hashes
 
 #: Most bytes of distinct rows the client gathers for an adaptive centre
@@ -87,10 +95,10 @@ def _fetch_rows(source, wanted, located):
     return rows
 
 
-def _terms_in(rows, weights, dtype, mean=None):
-    """Return a chunk's weights and the :func:`weighted_sum` terms of its rows."""
-    rows = rows.astype(dtype, copy=False)
-    return weights, weighted_sum(rows, weights, mean, terms=True)
+def _exact_sums_in(rows, weights, dtype, mean=None):
+    """Return a chunk's weight total and :func:`weighted_sum`, each exact."""
+    terms = weighted_sum(rows.astype(dtype, copy=False), weights, mean, terms=True)
+    return exact_sum(weights), exact_sum(terms)
 
 
 def _scale(source, dtype):
@@ -98,16 +106,21 @@ def _scale(source, dtype):
 
     The rows are cast to the map's ``dtype`` first, as the in-memory fit
     casts them before its map reads their variance (float32 rows moved
-    ``gamma`` by 6e-10 relative, enough to move some labels). Each pass
-    gathers one float per row (and the weights), which :func:`math.fsum`
-    sums exactly as in memory: adding each chunk's sum instead moved
-    ``gamma`` by an ulp with the chunking.
+    ``gamma`` by 6e-10 relative, enough to move some labels). Each chunk
+    reports its sums exactly (:func:`~sklmargin.features._gamma.exact_sum`:
+    one integer each), and their total is rounded once, as
+    :func:`math.fsum` rounds the in-memory sums: adding each chunk's rounded
+    sum instead moved ``gamma`` by an ulp with the chunking.
     """
-    weights, terms = zip(*source.per_chunk(_terms_in, dtype), strict=True)
-    total_weight = math.fsum(np.concatenate(weights)) * source.n_features_in
-    mean = math.fsum(np.concatenate(terms)) / total_weight
-    terms = [terms for _, terms in source.per_chunk(_terms_in, dtype, mean)]
-    variance = round_off_floor(math.fsum(np.concatenate(terms)) / total_weight, mean)
+
+    def total(parts):
+        return float_of_exact(sum(parts))
+
+    weights, sums = zip(*source.per_chunk(_exact_sums_in, dtype), strict=True)
+    total_weight = total(weights) * source.n_features_in
+    mean = total(sums) / total_weight
+    squares = total(part for _, part in source.per_chunk(_exact_sums_in, dtype, mean))
+    variance = round_off_floor(squares / total_weight, mean)
     return gamma_from_variance(variance, source.n_features_in)
 
 
@@ -176,7 +189,7 @@ def fit_feature_map_dask(estimator, source):
     """Set ``estimator.feature_map_`` (kernel estimator); return the map's width.
 
     The estimator's :class:`~sklmargin.features._kernel_features.KernelFeatures`
-    fits the map from what the chunks report: the weighted sums of
+    fits the map from what the chunks report: the exact weighted sums of
     ``gamma="scale"`` and the chosen centres. The linear estimator (no
     ``kernel_approximation``) maps nothing: the width is ``n_features_in``.
     """
