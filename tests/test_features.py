@@ -368,3 +368,27 @@ def test_far_float32_rows_map_as_numpy_on_a_device(kind, float64, monkeypatch):
     assert mapped.dtype == strict.float32
     assert np.all(np.isfinite(expected))
     assert_array_equal(np.asarray(mapped), expected)
+
+
+@pytest.mark.parametrize("batch", [3, 2**20])
+def test_exact_sums_add_to_fsum_however_split(monkeypatch, batch):
+    # What each Dask chunk sends adds, over any split, to the float
+    # math.fsum gives for all the values at once: magnitudes from subnormal
+    # to near overflow, both signs, across batches.
+    import math
+
+    from sklmargin.features import _gamma
+
+    monkeypatch.setattr(_gamma, "_EXACT_BATCH", batch)
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(3000) * 10.0 ** rng.integers(-320, 300, 3000)
+    edges = [5e-324, -5e-324, 2.2250738585072014e-308, 1.7e308, -1.7e308, -0.0]
+    values = np.concatenate([values, edges, np.full(50, 1.0 + 2.0**-52)])
+    for n_parts in (1, 3, 7, 64):
+        parts = np.array_split(rng.permutation(values), n_parts)
+        total = _gamma.float_of_exact(sum(_gamma.exact_sum(p) for p in parts))
+        assert total == math.fsum(values)
+    assert _gamma.float_of_exact(_gamma.exact_sum([])) == 0.0
+    for bad in ([1.0, np.inf], [np.inf, -np.inf], [1.0, np.nan]):
+        with pytest.raises(ValueError, match="not finite"):
+            _gamma.exact_sum(bad)

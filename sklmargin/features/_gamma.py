@@ -48,18 +48,27 @@ def round_off_floor(variance: float, mean: float) -> float:
     variance (dense or sparse, in memory, over Dask chunks, on a device) goes
     through this one rule, so that they resolve the same ``gamma``.
     """
+    if not (math.isfinite(variance) and math.isfinite(mean)):  # (a device's sums)
+        raise ValueError(_NOT_FINITE)
     if variance <= 16 * np.finfo(np.float64).eps * (variance + mean**2):
         return 0.0
     return variance
 
 
-#: Every finite float64 is an integer multiple of ``2 ** -_EXACT_SHIFT``
-#: (the smallest subnormal is ``2 ** -1074``; :func:`numpy.frexp`'s 53-bit
-#: integer mantissas reach 53 bits below it).
+#: :func:`numpy.frexp` writes a float64 as ``M * 2 ** (E - 53)`` with an
+#: integer ``|M| < 2 ** 53`` and ``E >= -1073``: times ``2 ** _EXACT_SHIFT``
+#: every finite float64 is an integer.
 _EXACT_SHIFT = 1074 + 53
 #: Values summed per batch: half-mantissas below ``2 ** 27`` add exactly in
-#: float64 for ``2 ** 26`` of them.
-_EXACT_BATCH = 2**26
+#: float64 for up to ``2 ** 26`` of them; a smaller batch bounds the
+#: temporaries (about 8 times the batch's bytes).
+_EXACT_BATCH = 2**20
+#: The one error of a ``gamma="scale"`` sum that overflows float64 (in
+#: memory, on a device or over Dask chunks alike).
+_NOT_FINITE = (
+    "gamma='scale': a weighted sum of the entries of X (or of their squared "
+    "deviations) is not finite in float64; rescale X or sample_weight."
+)
 
 
 def exact_sum(values) -> int:
@@ -67,15 +76,18 @@ def exact_sum(values) -> int:
 
     Sums of several arrays add as integers, exactly, and
     :func:`float_of_exact` rounds the total once: the same float as
-    :func:`math.fsum` of all the values together, however they were split.
-    The Dask fit sends one such integer per chunk (not one float per row).
-    Each value is :math:`M 2^E` with an integer mantissa :math:`|M| < 2^{53}`
+    :func:`math.fsum` of all the values together, however they were split
+    (where fsum does not stop on an intermediate overflow). The Dask fit
+    sends such integers per chunk (not one float per row). Each value is
+    :math:`M 2^{E - 53}` with an integer mantissa :math:`|M| < 2^{53}`
     (:func:`numpy.frexp`), split in two halves of at most 27 bits whose sums
-    per exponent are exact in float64 for up to :math:`2^{26}` values at a
-    time (:func:`numpy.bincount`), then shifted into one Python integer.
-    Values must be finite.
+    per exponent are exact in float64 (:func:`numpy.bincount`, by batches),
+    then shifted into one Python integer. A value that is not finite raises
+    the ``ValueError`` an overflowing sum does in memory.
     """
     values = np.asarray(values, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(values)):
+        raise ValueError(_NOT_FINITE)
     total = 0
     for start in range(0, values.size, _EXACT_BATCH):
         fraction, exponent = np.frexp(values[start : start + _EXACT_BATCH])
@@ -90,7 +102,21 @@ def exact_sum(values) -> int:
 
 def float_of_exact(total: int) -> float:
     """Return the float nearest the exact sum :func:`exact_sum` gave (one rounding)."""
-    return total / (1 << _EXACT_SHIFT)  # (Python's int division rounds once)
+    try:
+        return total / (1 << _EXACT_SHIFT)  # (Python's int division rounds once)
+    except OverflowError:
+        raise ValueError(_NOT_FINITE) from None
+
+
+def finite_fsum(values) -> float:
+    """Return :func:`math.fsum` of ``values``, or raise where it is not finite."""
+    try:
+        total = math.fsum(values)
+    except (ValueError, OverflowError):  # inf - inf, or an intermediate overflow
+        total = math.nan
+    if not math.isfinite(total):
+        raise ValueError(_NOT_FINITE)
+    return total
 
 
 def weighted_sum(X, sample_weight, mean=None, terms=False):
@@ -145,8 +171,9 @@ def weighted_sum(X, sample_weight, mean=None, terms=False):
         else:
             per_row.write(rows, xp.sum(centred * centred, axis=1))
     if isinstance(X, np.ndarray):
-        weighted = np.asarray(sample_weight, dtype=np.float64) * per_row.result()
-        return weighted if terms else math.fsum(weighted)
+        with np.errstate(over="ignore", invalid="ignore"):  # (refused below)
+            weighted = np.asarray(sample_weight, dtype=np.float64) * per_row.result()
+        return weighted if terms else finite_fsum(weighted)
     return float(to_device(sample_weight, xp, device, dtype=wide) @ per_row.result())
 
 
@@ -176,12 +203,12 @@ def weighted_variance(X, sample_weight) -> float:
     if not sp.issparse(X):
         mean = weighted_sum(X, sw) / total_weight
         return round_off_floor(weighted_sum(X, sw, mean) / total_weight, mean)
-    mean = math.fsum(sw * np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
+    mean = finite_fsum(sw * np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
     mean /= total_weight
     # Square in float64: a float32 entry of 1e20 squares beyond float32.
     data = X.data.astype(np.float64)
     squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
-    mean_square = math.fsum(sw * np.asarray(squares.sum(axis=1)).ravel())
+    mean_square = finite_fsum(sw * np.asarray(squares.sum(axis=1)).ravel())
     mean_square /= total_weight
     return round_off_floor(mean_square - mean**2, mean)
 

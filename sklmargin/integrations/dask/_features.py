@@ -96,9 +96,9 @@ def _fetch_rows(source, wanted, located):
 
 
 def _exact_sums_in(rows, weights, dtype, mean=None):
-    """Return a chunk's weight total and :func:`weighted_sum`, each exact."""
+    """Return a chunk's :func:`weighted_sum`, exact, and its weights' (first pass)."""
     terms = weighted_sum(rows.astype(dtype, copy=False), weights, mean, terms=True)
-    return exact_sum(weights), exact_sum(terms)
+    return exact_sum(terms), (exact_sum(weights) if mean is None else 0)
 
 
 def _scale(source, dtype):
@@ -116,10 +116,10 @@ def _scale(source, dtype):
     def total(parts):
         return float_of_exact(sum(parts))
 
-    weights, sums = zip(*source.per_chunk(_exact_sums_in, dtype), strict=True)
+    sums, weights = zip(*source.per_chunk(_exact_sums_in, dtype), strict=True)
     total_weight = total(weights) * source.n_features_in
     mean = total(sums) / total_weight
-    squares = total(part for _, part in source.per_chunk(_exact_sums_in, dtype, mean))
+    squares = total(part for part, _ in source.per_chunk(_exact_sums_in, dtype, mean))
     variance = round_off_floor(squares / total_weight, mean)
     return gamma_from_variance(variance, source.n_features_in)
 
