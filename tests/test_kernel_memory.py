@@ -127,6 +127,18 @@ def test_a_refused_fit_leaves_no_state_and_pickles(monkeypatch, n_components):
     assert "n_components_" not in fitted(loaded)
 
 
+def test_a_device_refusal_names_the_device(monkeypatch):
+    # Rows on an accelerator are refused by its free memory, and the message
+    # says so (it read "of the memory available now", the host's words).
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(_memory, "MEMORY_BUDGET", None)
+    monkeypatch.delenv(_memory.BUDGET_VARIABLE, raising=False)
+    monkeypatch.setattr(_memory, "device_memory", lambda X: 10**6)
+    X = torch.zeros((1000, 4))
+    with pytest.raises(ValueError, match="free memory of the device holding X"):
+        _memory.check_fit_memory(1000, 500, 4, X=X)
+
+
 def test_not_even_one_component_is_refused(monkeypatch):
     X, y = _data(n=200)
     monkeypatch.setattr(_memory, "MEMORY_BUDGET", 1000)

@@ -189,6 +189,8 @@ def check_fit_memory(
     widest = widest_width(n_samples, itemsize, *terms, budget=budget, copies=copies)
     dense = _dense_bytes(n_samples, dense_columns, itemsize)
     source = f"{MEMORY_FRACTION:g} of the memory available now"
+    if X is not None and device_memory(X) is not None:
+        source = f"{MEMORY_FRACTION:g} of the free memory of the device holding X"
     if os.environ.get(BUDGET_VARIABLE):
         source = BUDGET_VARIABLE
     if MEMORY_BUDGET is not None:
