@@ -232,8 +232,13 @@ def test_median_gamma_reuses_the_fits_row_hashes(monkeypatch):
 
     monkeypatch.setattr(_row_keys, "row_hashes", counting)
     monkeypatch.setattr(_nystroem, "row_hashes", counting)
+    distinct, found = [], _nystroem.distinct_row_hashes
+    monkeypatch.setattr(
+        _nystroem, "distinct_row_hashes", lambda *a: distinct.append(1) or found(*a)
+    )
     NystroemFeatures(n_components=5, gamma="median").fit(_data(n=200, d=4))
     assert calls == [200]  # once, for the draw of gamma's rows and the centres
+    assert distinct == [1]  # and the distinct rows found once for both
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

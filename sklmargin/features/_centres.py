@@ -454,7 +454,9 @@ def choose_centres(
     return centres, True
 
 
-def select_centres(X, sample_weight, n_centres, gamma, method, rng, hashes=None):
+def select_centres(
+    X, sample_weight, n_centres, gamma, method, rng, hashes=None, distinct=None
+):
     """Choose at most ``n_centres`` Nyström centres among the rows of ``X``.
 
     Parameters
@@ -474,6 +476,11 @@ def select_centres(X, sample_weight, n_centres, gamma, method, rng, hashes=None)
     hashes : ndarray of shape (n_samples,), default=None
         The rows' hashes (:func:`~sklmargin.features._row_keys.row_hashes`),
         when computed already (on a device, before its rows' host copy).
+    distinct : tuple, default=None
+        What :func:`~sklmargin.features._row_keys.distinct_row_hashes` gives
+        for these rows and weights, when computed already (a fit that draws
+        twice from the same rows: ``gamma="median"``'s sample and the
+        centres); ``hashes`` is then not read.
 
     Returns
     -------
@@ -481,7 +488,9 @@ def select_centres(X, sample_weight, n_centres, gamma, method, rng, hashes=None)
         In the dtype of ``X``; all distinct positive-weight rows when there are at
         most ``n_centres`` of them.
     """
-    hashes, weights, index = distinct_row_hashes(X, sample_weight, hashes)
+    if distinct is None:
+        distinct = distinct_row_hashes(X, sample_weight, hashes)
+    hashes, weights, index = distinct
     centres, _ = choose_centres(
         hashes, weights, lambda chosen: X[index[chosen]], n_centres, gamma, method, rng
     )

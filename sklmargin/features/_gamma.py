@@ -77,8 +77,9 @@ def exact_sum(values) -> int:
     Sums of several arrays add as integers, exactly, and
     :func:`float_of_exact` rounds the total once: the same float as
     :func:`math.fsum` of all the values together, however they were split
-    (where fsum does not stop on an intermediate overflow). The Dask fit
-    sends such integers per chunk (not one float per row). Each value is
+    (and a finite total where fsum stops on an intermediate overflow). The
+    in-memory sums (:func:`exact_total`) and the Dask fit
+    (such integers per chunk, not one float per row) use it. Each value is
     :math:`M 2^{E - 53}` with an integer mantissa :math:`|M| < 2^{53}`
     (:func:`numpy.frexp`), split in two halves of at most 27 bits whose sums
     per exponent are exact in float64 (:func:`numpy.bincount`, by batches),
@@ -108,15 +109,14 @@ def float_of_exact(total: int) -> float:
         raise ValueError(_NOT_FINITE) from None
 
 
-def finite_fsum(values) -> float:
-    """Return :func:`math.fsum` of ``values``, or raise where it is not finite."""
-    try:
-        total = math.fsum(values)
-    except (ValueError, OverflowError):  # inf - inf, or an intermediate overflow
-        total = math.nan
-    if not math.isfinite(total):
-        raise ValueError(_NOT_FINITE)
-    return total
+def exact_total(values) -> float:
+    """Return the sum of ``values`` rounded once (as :func:`math.fsum`), or refuse.
+
+    :func:`float_of_exact` of :func:`exact_sum`: the in-memory sums and the
+    Dask chunks' go through one mechanism, so they refuse the same data (a
+    value or a total that is not finite in float64).
+    """
+    return float_of_exact(exact_sum(values))
 
 
 def weighted_sum(X, sample_weight, mean=None, terms=False):
@@ -128,7 +128,7 @@ def weighted_sum(X, sample_weight, mean=None, terms=False):
     Per-row sums are accumulated in float64 (the device's widest float) by
     row blocks (a block-sized float64 copy at a time, never one of ``X``) and
     reduced once at the end, so that the result does not depend on the block
-    size. On the host that reduction is exactly rounded (:func:`math.fsum`
+    size. On the host that reduction is exactly rounded (:func:`exact_total`
     of the weighted per-row sums), so that it does not depend on the order
     of the rows either: a row permutation then gives the same ``gamma`` to
     the last bit (a dot product's rounding followed the row order, and one
@@ -173,7 +173,7 @@ def weighted_sum(X, sample_weight, mean=None, terms=False):
     if isinstance(X, np.ndarray):
         with np.errstate(over="ignore", invalid="ignore"):  # (refused below)
             weighted = np.asarray(sample_weight, dtype=np.float64) * per_row.result()
-        return weighted if terms else finite_fsum(weighted)
+        return weighted if terms else exact_total(weighted)
     return float(to_device(sample_weight, xp, device, dtype=wide) @ per_row.result())
 
 
@@ -199,16 +199,16 @@ def weighted_variance(X, sample_weight) -> float:
         The weighted variance, 0.0 for constant data.
     """
     sw = np.asarray(sample_weight, dtype=np.float64)
-    total_weight = math.fsum(sw) * X.shape[1]  # (exact: any row order)
+    total_weight = exact_total(sw) * X.shape[1]  # (exact: any row order)
     if not sp.issparse(X):
         mean = weighted_sum(X, sw) / total_weight
         return round_off_floor(weighted_sum(X, sw, mean) / total_weight, mean)
-    mean = finite_fsum(sw * np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
+    mean = exact_total(sw * np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
     mean /= total_weight
     # Square in float64: a float32 entry of 1e20 squares beyond float32.
     data = X.data.astype(np.float64)
     squares = sp.csr_matrix((data * data, X.indices, X.indptr), shape=X.shape)
-    mean_square = finite_fsum(sw * np.asarray(squares.sum(axis=1)).ravel())
+    mean_square = exact_total(sw * np.asarray(squares.sum(axis=1)).ravel())
     mean_square /= total_weight
     return round_off_floor(mean_square - mean**2, mean)
 

@@ -39,7 +39,7 @@ from .._utils.doc_link import DocLinkMixin
 from ._centres import CENTRE_SELECTORS, select_centres
 from ._gamma import scale_gamma
 from ._kernel_block import rbf_kernel_block, scaled_squared_distances
-from ._row_keys import row_hashes
+from ._row_keys import distinct_row_hashes, row_hashes
 
 __all__ = ["NystroemDescription", "NystroemFeatures"]
 
@@ -50,15 +50,16 @@ _FITTED_ARRAYS = ("components_", "normalization_", "eigenvalues_")
 _MEDIAN_ROWS = 1000
 
 
-def _median_gamma(X, sample_weight, rng, hashes):
+def _median_gamma(X, sample_weight, rng, distinct):
     r"""Return :math:`1 / \operatorname{median} \lVert x_i - x_j \rVert^2`.
 
     Over the pairs of up to 1,000 distinct rows drawn with probability ∝ weight
-    (so integer weights equal repetitions), told apart by the rows' ``hashes``
-    (the fit's); 1.0 when there is a single distinct row.
+    (so integer weights equal repetitions), told apart by the fit's
+    ``distinct`` rows (:func:`~sklmargin.features._row_keys.distinct_row_hashes`);
+    1.0 when there is a single distinct row.
     """
     sample = select_centres(
-        X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng, hashes=hashes
+        X, sample_weight, _MEDIAN_ROWS, 1.0, "uniform", rng, distinct=distinct
     )
     sample = sample.astype(np.float64)
     if sample.shape[0] < 2:
@@ -305,17 +306,19 @@ class NystroemFeatures(
         hashes = row_hashes(X)
         X = to_numpy(X)
         rng = check_random_state(self.random_state)
+        # The distinct rows, found once for gamma's sample and the centres.
+        distinct = distinct_row_hashes(X, sample_weight, hashes)
 
         if self.gamma == "scale":
             self.gamma_ = scale_gamma(X, sample_weight)
         elif self.gamma == "median":
-            self.gamma_ = _median_gamma(X, sample_weight, rng, hashes)
+            self.gamma_ = _median_gamma(X, sample_weight, rng, distinct)
         else:
             self.gamma_ = float(self.gamma)
 
         centres = select_centres(
             X, sample_weight, int(self.n_components), self.gamma_, self.centres,
-            rng, hashes=hashes,
+            rng, distinct=distinct,
         )  # fmt: skip
         self._fit_centres(centres, X.dtype)
         if xp is not NUMPY:

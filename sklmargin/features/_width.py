@@ -443,14 +443,16 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     if widest < 1:  # refused before any copy, naming the sizes (the host's first)
         check_fit_memory(n_samples, 1, dtype.itemsize, budget=host, **terms)
         check_fit_memory(n_samples, 1, dtype.itemsize, X=X, budget=device_budget)
-    rows = np.ascontiguousarray(to_numpy(kernel.rows(X, dtype, xp)))
+    rows = kernel.rows(X, dtype, xp)
+    hashes = row_hashes(rows)  # (where the rows live: on a device, there)
+    rows = np.ascontiguousarray(to_numpy(rows))
     weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
     gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
     template = kernel.new_map(n_samples, gamma)
     if gamma == "scale":
         gamma = scale_gamma(rows, weights)
     choice = choose_width(
-        rows, np.asarray(to_numpy(y_encoded)), weights, row_hashes(rows),
+        rows, np.asarray(to_numpy(y_encoded)), weights, hashes,
         gamma, check_random_state(estimator.random_state),
         partial(fit_path_model, estimator), template, widest,
     )  # fmt: skip

@@ -38,6 +38,7 @@ import warnings
 
 import numpy as np
 
+from ..._utils.blocks import rows_per_block
 from ...features._centres import choose_centres
 from ...features._gamma import (
     exact_sum,
@@ -128,7 +129,7 @@ def _nystroem_centres(selector, source, gamma, width, rng):
     """Return the in-memory fit's Nyström centres and whether a sample chose them."""
     hashes, weights, located = _distinct_row_weights(source)
     row_bytes = source.n_features_in * source.dtype.itemsize
-    max_rows = max(1, _GATHER_BYTES // row_bytes)
+    max_rows = rows_per_block(row_bytes, _GATHER_BYTES)
     centres, sampled = choose_centres(
         hashes,
         weights,
