@@ -264,16 +264,16 @@ def summary(path):
     """Markdown tables of the cv stage and the issue's targets, from JSON lines.
 
     The plain default's accuracy comes from ``--stage default`` rows in the
-    same file without ``--params`` (the last row of each set wins).
+    same file (the last row of each set wins); rows of either stage run with
+    ``--params`` are explorations and left out.
     """
     cv, default = {}, {}
     with open(path) as lines:
         for line in lines:
             row = json.loads(line)
-            if row["stage"] == "cv":
-                cv[row["dataset"]] = row
-            elif not row.get("params"):  # (an exploration is no default)
-                default[row["dataset"]] = row
+            if row.get("params") or row.get("ours_params"):
+                continue  # an exploration (--params) is neither stage's result
+            (cv if row["stage"] == "cv" else default)[row["dataset"]] = row
     print(
         "| data set | CV ours % | tuned SVC % | diff | plain default % | CV - default "
         "| fit CPU s ours / tuned SVC (ratio) | ours: gamma, s or C, metric "

@@ -302,7 +302,7 @@ class _BaseMarginSoftmaxCV(
             else base,
             data, folds, scored, heads, axes,
             keep_models=self._finishes_chosen(base)
-            or self._tries_no_margin()
+            or self._tries_no_margin(heads)
             or not self.refit,
             min_tol=base.tol if self.refit else None,
         )  # fmt: skip
@@ -346,9 +346,16 @@ class _BaseMarginSoftmaxCV(
             ],
         )
 
-    def _tries_no_margin(self):
-        """Whether a refit search over its default margins probes ``m = 0``."""
-        return bool(self._warm_refit and self.refit and self.ms is None)
+    def _tries_no_margin(self, heads):
+        """Whether a refit search over its default margins probes ``m = 0``.
+
+        Only for a head whose default margin is positive and whose loss
+        takes ``m = 0`` (not softmax, NormFace, L- or A-Softmax).
+        """
+        return bool(self._warm_refit and self.refit and self.ms is None) and any(
+            head.inner_points[0]["m"] > 0.0 and _accepts(head.margin.check_m)(0.0)
+            for head in heads
+        )
 
     def _finish_search(self, best, head, fold_best, data, folds, points, scored):
         """Finish the search: the chosen point and the models for the temperature.
@@ -369,8 +376,7 @@ class _BaseMarginSoftmaxCV(
         chosen = [points[f][b] for f, b in enumerate(fold_best)]
         finishes = self._finishes_chosen(base)
         cap = min(MARGIN_PROBE_ITER, base.max_iter)
-        probing = self._tries_no_margin() and best.get("m", 0.0) > 0.0
-        probing = probing and _accepts(head.margin.check_m)(0.0)
+        probing = self._tries_no_margin([head])
         steps = [({"tol": base.tol}, False)] if finishes else []
         if probing:  # quiet: the probe is meant to stop at its cap
             steps.append(({"m": 0.0, "tol": base.tol, "max_iter": cap}, True))
@@ -383,11 +389,10 @@ class _BaseMarginSoftmaxCV(
             self.margin_check_ = {"m": (best["m"], 0.0), "scores": scores}
             if clearly_positive(np.diff(scores[scored], axis=1).ravel()):
                 best, finished = {**best, "m": 0.0}, probes
-                for point in probes:
-                    point.model.set_params(max_iter=base.max_iter)
                 if any(point.n_iter >= cap for point in probes):
+                    step = {"tol": base.tol, "max_iter": base.max_iter}
                     finished = self._fit_on(
-                        probes, data, folds, scored, [({"tol": base.tol}, False)]
+                        probes, data, folds, scored, [(step, False)]
                     )[0]
                 chosen = finished
         return best, chosen, finished
@@ -433,8 +438,9 @@ class _BaseMarginSoftmaxCV(
         start = clone(self._base_estimator()).set_params(**params)
         if finished and self._warm_refit:
             mean = mean_model([p.model for p in finished], self.classes_)
-            if mean is not None:
-                start, steps = mean.set_params(**params), steps[-1:]
+            if mean is not None:  # (the search's settings, not a fold step's)
+                settings = start.get_params(deep=False)
+                start, steps = mean.set_params(**settings), steps[-1:]
         self.estimator_ = self._refit(
             start, X_refit, y, sample_weight,
             head.path_name, steps if self._warm_refit else (),
