@@ -17,7 +17,7 @@ def small_path(monkeypatch):
     monkeypatch.setattr(_width, "MIN_WIDTH", 30)
     monkeypatch.setattr(_width, "HELD_OUT_ROWS", (60, 1000))
     monkeypatch.setattr(_width, "MIN_GAIN", 0.0)
-    monkeypatch.setattr(_width, "FLOOR_RULE", False)
+    monkeypatch.setattr(_width, "auto_n_components", lambda n_samples: 30)
 
 
 def _data(n=700, seed=0):

@@ -45,6 +45,7 @@ from scipy.linalg.lapack import dpstrf
 from .._utils.array_api import NUMPY, row_blocks
 from ._centres import race_order
 from ._kernel_block import rbf_kernel_block
+from ._kernel_features import auto_n_components
 from ._row_keys import distinct_row_hashes, mix64
 
 #: The path's first width (all distinct training rows when there are fewer).
@@ -53,13 +54,12 @@ START_WIDTH = 500
 #: fewer distinct rows). A held-out slice of the training rows saturates
 #: where the test rows differ from them (other writers, other speakers), and
 #: a narrower map then looks as good as a wider one on it, not on the test.
+#: The floor is the rule's width (``n_components="auto"``,
+#: :func:`~sklmargin.features._kernel_features.auto_n_components`) where
+#: that is above this, the path then starting at half of it: the path keeps
+#: at least what the rule would, and a held-out slice decides only whether
+#: to go wider.
 MIN_WIDTH = 1000
-#: Whether the floor is the rule's width (``n_components="auto"``,
-#: :func:`~sklmargin.features._kernel_features.auto_n_components`) when it
-#: is above :data:`MIN_WIDTH`, the path then starting at half of it: the
-#: path keeps at least what the rule would, and a held-out slice decides
-#: only whether to go wider.
-FLOOR_RULE = True
 #: Each step of the path multiplies the width by this.
 GROWTH = 2.0
 #: Share of the training rows held out to score the path, and its bounds.
@@ -317,12 +317,8 @@ def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template, wi
     """
     n_samples = X.shape[0]
     dtype = X.dtype
-    floor, start = MIN_WIDTH, START_WIDTH
-    if FLOOR_RULE:
-        from ._kernel_features import auto_n_components
-
-        floor = max(MIN_WIDTH, auto_n_components(n_samples))
-        start = max(START_WIDTH, int(round(floor / GROWTH)))
+    floor = max(MIN_WIDTH, auto_n_components(n_samples))
+    start = max(START_WIDTH, int(round(floor / GROWTH)))
     n_held = int(np.clip(round(HELD_OUT_FRACTION * n_samples), *HELD_OUT_ROWS))
     held = held_out_rows(hashes["order"], min(n_held, n_samples // 5))
     train = np.setdiff1d(np.arange(n_samples), held, assume_unique=True)
