@@ -274,11 +274,6 @@ random_state
         self.map_.set_params(gamma=gamma)
         return self
 
-    @property
-    def width_out(self):
-        """The fitted map's output width (its number of features)."""
-        return self.map_._n_features_out
-
     def transform(self, X, xp=NUMPY):
         """Map rows (any namespace) by the fitted map, in the fit's dtype."""
         return self.map_.transform(self.rows(X, self.dtype_, xp))

@@ -197,10 +197,6 @@ def fit_feature_map_dask(estimator, source):
     approximation = getattr(estimator, "kernel_approximation", None)
     if approximation is None:
         return source.n_features_in
-    if approximation not in ("nystroem", "orf", "rff"):
-        raise NotImplementedError(
-            f"kernel_approximation={approximation!r} has no Dask path yet."
-        )
     for name in ("width_path_", "_path_start"):  # (a failed fit's)
         estimator.__dict__.pop(name, None)
     if getattr(estimator, "_walks_path", lambda: False)():
@@ -226,4 +222,4 @@ def fit_feature_map_dask(estimator, source):
     estimator.feature_map_ = kernel.map_
     # as the in-memory fit sets it (_fit_feature_map): the kept map's width
     estimator.n_components_ = int(kernel.map_.n_components)
-    return kernel.width_out
+    return kernel.map_._n_features_out
