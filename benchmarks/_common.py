@@ -462,6 +462,16 @@ def logits_from_decision(decision):
     return decision
 
 
+def class_logits(clf, X):
+    """A fitted sklmargin classifier's margin-free logits, (n_samples, n_classes).
+
+    Its ``decision_function`` without the two-class difference (the logits
+    themselves, not only their softmax).
+    """
+    X, xp, _, pairs = clf._fitted_logits(X, "decision_function")
+    return clf._combined_logits(pairs, "decision_function", xp)
+
+
 def expected_calibration_error(proba, y_encoded, n_bins=15, sample_weight=None):
     r"""Compute the expected calibration error of the top-class confidence.
 

@@ -43,6 +43,7 @@ from _common import (
     NPZ_DATASETS,
     add_data_argument,
     blas_line,
+    class_logits,
     load_split,
     machine,
     now,
@@ -176,7 +177,7 @@ def default_variants(pipeline, X):
     """The kernel default scored by each part of its score and other candidates."""
     scaler, clf = pipeline[0], pipeline[-1]
     rows = scaler.transform(X)
-    logits = clf._logits(rows).astype(np.float64)  # n x K, also for 2 classes
+    logits = class_logits(clf, rows).astype(np.float64)  # n x K, also for 2 classes
     mapped = clf.feature_map_.transform(rows).astype(np.float64)
     return {
         "kernel default: MSP (T=1)": clf.predict_proba(rows).max(axis=1),

@@ -21,8 +21,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklmargin import KernelMarginSoftmaxClassifier
 from sklmargin.estimators._metric import (
+    _gradient_blocks,
     average_gradient_outer_product,
-    logit_input_gradients,
     metric_step,
 )
 from sklmargin.features._gamma import scale_gamma
@@ -44,13 +44,19 @@ def _fit(estimator, X, y, **kwargs):
         return estimator.fit(X, y, **kwargs)
 
 
+def _input_gradients(model, X):
+    """``d logits / d x`` of a fitted pilot (no input transform), closed form."""
+    return np.concatenate(list(_gradient_blocks(model, X)), axis=0)
+
+
 def _central_differences(model, X, h=1e-5):
     """``d logits / d x`` by central differences of the fitted model."""
+    logits = model.decision_function  # the logits: _data has three classes
     out = np.empty((X.shape[0], len(model.classes_), X.shape[1]))
     for j in range(X.shape[1]):
         step = np.zeros(X.shape[1])
         step[j] = h
-        out[:, :, j] = (model._logits(X + step) - model._logits(X - step)) / (2 * h)
+        out[:, :, j] = (logits(X + step) - logits(X - step)) / (2 * h)
     return out
 
 
@@ -87,7 +93,7 @@ def test_input_gradients_equal_central_differences(
         y,
     )
     rows = X[:12]
-    analytic = logit_input_gradients(model, rows)
+    analytic = _input_gradients(model, rows)
     numeric = _central_differences(model, rows)
     # Central differences at h = 1e-5 are good to ~1e-9 of the largest slope.
     assert_allclose(analytic, numeric, rtol=0, atol=1e-6 * np.abs(numeric).max())
@@ -103,7 +109,7 @@ def test_average_gradient_outer_product_is_the_weighted_mean():
         y,
     )
     weights = np.random.RandomState(1).uniform(0.1, 2.0, X.shape[0])
-    grads = logit_input_gradients(model, X)
+    grads = _input_gradients(model, X)
     expected = np.einsum("n,nci,ncj->ij", weights, grads, grads) / weights.sum()
     full = average_gradient_outer_product(model, X, weights, full=True)
     diagonal = average_gradient_outer_product(model, X, weights, full=False)
@@ -169,7 +175,8 @@ def test_the_map_sees_the_transformed_rows(metric, approximation, gamma, factor)
     assert clf.feature_map_.gamma_ == pytest.approx(expected)
     logits = clf._logits_of_features(clf.feature_map_.transform(moved))
     assert_allclose(clf.predict_proba(X), clf.predict_proba(X), rtol=0)
-    assert_allclose(clf._logits(X), logits, rtol=1e-12, atol=1e-12)
+    # (three classes: decision_function is the logits)
+    assert_allclose(clf.decision_function(X), logits, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("metric", ["diagonal", None])

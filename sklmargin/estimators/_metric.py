@@ -169,24 +169,6 @@ def training_row_keys(X):
     return keys
 
 
-def logit_input_gradients(model, X):
-    r"""Gradients of a fitted kernel model's margin-free logits w.r.t. its input.
-
-    Parameters
-    ----------
-    model : KernelMarginSoftmaxClassifier
-        Fitted, without an input transform of its own (a pilot).
-    X : ndarray of shape (n_samples, n_features)
-        Rows as the feature map takes them (the model's compute dtype).
-
-    Returns
-    -------
-    ndarray of shape (n_samples, n_classes, n_features)
-        :math:`\partial f_c(x_i) / \partial x_i`, in ``X``'s dtype.
-    """
-    return np.concatenate(list(_gradient_blocks(model, X)), axis=0)
-
-
 def _gradient_blocks(model, X):
     """Yield the logit input gradients of ``X`` by row blocks (bounded memory).
 

@@ -84,11 +84,6 @@ class MarginPredictMixin:
         """Return the logits ``method`` reads: here the one model's own."""
         return pairs[0][1]
 
-    def _logits(self, X):
-        """Margin-free logits of the fitted model(s) (n_samples, n_classes)."""
-        X, xp, _, pairs = self._fitted_logits(X, "decision_function")
-        return self._combined_logits(pairs, "decision_function", xp)
-
     def _predicted(self, X, method):
         """``method(X)``, read from one pass of logits (Dask ``X``: by chunks)."""
         if is_dask(X):  # each chunk comes back here as NumPy rows, on a worker
