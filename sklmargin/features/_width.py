@@ -37,6 +37,7 @@ final fit and the path's record.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -252,7 +253,8 @@ def fit_path_model(estimator, features, y, sample_weight, start):
                 setattr(model, name, getattr(start, name))
     from ..estimators._fit_path import fit_path
 
-    mapped = (_Width(features.shape[1]), features)
+    # The map of a fit on premapped rows: the fit reads its width only.
+    mapped = (SimpleNamespace(n_components=features.shape[1]), features)
     steps = fit_path(model, features, y, sample_weight, mapped=mapped, warn_scale=False)
     for _ in steps:
         pass
@@ -260,21 +262,11 @@ def fit_path_model(estimator, features, y, sample_weight, start):
     return model
 
 
-class _Width:
-    """The map of a path fit on premapped rows: its width only."""
-
-    def __init__(self, n_components):
-        self.n_components = n_components
-
-
 def _weighted_accuracy(model, features, y, weights):
-    correct = _correct(model, features, y)
-    return float(np.sum(weights * correct) / np.sum(weights)), correct
-
-
-def _correct(model, features, y):
+    """``model``'s weighted accuracy on mapped rows, and which rows it gets right."""
     logits = np.asarray(model._logits_of_features(features))
-    return np.asarray(model.classes_)[np.argmax(logits, axis=1)] == y
+    correct = np.asarray(model.classes_)[np.argmax(logits, axis=1)] == y
+    return float(np.sum(weights * correct) / np.sum(weights)), correct
 
 
 def choose_width(X, y, sample_weight, hashes, gamma, rng, fit_path, template, widest):
