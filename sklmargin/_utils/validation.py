@@ -220,7 +220,7 @@ class FeatureScaleWarning(UserWarning):
 FEATURE_SCALE_RATIO = 20.0
 
 
-def check_feature_scales(X, sample_weight, who="This classifier", feature_names=None):
+def check_feature_scales(X, sample_weight, estimator=None):
     """Warn when one column's scale dwarfs the others' (dense NumPy ``X``).
 
     A cosine loss normalises each row, so a column a thousand times larger
@@ -240,10 +240,10 @@ def check_feature_scales(X, sample_weight, who="This classifier", feature_names=
         Validated training rows; sparse matrices are not checked.
     sample_weight : ndarray of shape (n_samples,)
         Validated weights.
-    who : str, default="This classifier"
-        The subject of the message.
-    feature_names : array-like of str, default=None
-        Column names (a DataFrame's), to name the largest column by.
+    estimator : estimator instance, default=None
+        The classifier being fitted: the message names its class, and the
+        largest column by its ``feature_names_in_`` (a DataFrame's column
+        names) where it has them. None: "This classifier", by index.
 
     Returns
     -------
@@ -277,11 +277,13 @@ def check_feature_scales(X, sample_weight, who="This classifier", feature_names=
         return ratio
     column = int(np.flatnonzero(mean_square > 0)[largest])
     name = f"column {column}"
+    feature_names = getattr(estimator, "feature_names_in_", None)
     if feature_names is not None:
         name += f" ({str(feature_names[column])!r})"
     # A round bound, not the ratio itself: the same text in every fold of a
     # CV fit, so that Python's default filter shows it once, not once a fold.
     bound = max(FEATURE_SCALE_RATIO, 10.0 ** np.floor(np.log10(ratio)))
+    who = "This classifier" if estimator is None else type(estimator).__name__
     warnings.warn(
         f"{who}: the feature scales differ by a factor of more than {bound:,.0f} "
         f"(root-mean-square of {name} over the median of the other columns'; "

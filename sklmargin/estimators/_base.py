@@ -338,12 +338,7 @@ class BaseMarginSoftmax(
             sample_weight, self.class_weight, classes, y_encoded, X.shape[0]
         )
         if warn_scale and xp is NUMPY:
-            check_feature_scales(
-                X,
-                sample_weight,
-                type(self).__name__,
-                getattr(self, "feature_names_in_", None),
-            )
+            check_feature_scales(X, sample_weight, self)
         return X, classes, y_encoded, sample_weight
 
     def _training_rows(

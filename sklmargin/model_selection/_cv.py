@@ -391,12 +391,7 @@ constant_feature, fit_intercept, class_weight, max_iter, tol
         # and that is no sign of mixed units); _refit skips its own check.
         if namespace[0] is NUMPY:
             weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-            check_feature_scales(
-                X,
-                weights,
-                type(self).__name__,
-                getattr(self, "feature_names_in_", None),
-            )
+            check_feature_scales(X, weights, self)
         metric, transform = point["metric"], None
         if metric is not None:
             X, transform = self._learn_metric(
