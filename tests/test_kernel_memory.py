@@ -37,8 +37,9 @@ def test_widest_width_is_the_largest_that_fits():
     for n, itemsize, whitening, factor in [
         (10**5, 4, True, False), (3000, 8, True, True), (10**6, 4, False, False),
     ]:  # fmt: skip
-        budget = _memory.fit_bytes(n, 1234, itemsize, whitening, factor) + 7
-        width = _memory.widest_width(n, itemsize, whitening, factor, budget=budget)
+        size = _memory.FitSize(whitening, factor)
+        budget = _memory.fit_bytes(n, 1234, itemsize, size) + 7
+        width = _memory.widest_width(n, itemsize, size, budget=budget)
         assert width == 1234
     assert _memory.widest_width(10, 4, budget=1.0) == 0
 
@@ -76,11 +77,14 @@ def test_sparse_rows_count_their_dense_copy(monkeypatch):
     wide = sparse.hstack([sparse.csr_matrix(X), wide], format="csr")
     d = wide.shape[1]
     assert (
-        _memory.fit_bytes(n, 40, 8, dense_columns=d) - _memory.fit_bytes(n, 40, 8)
+        _memory.fit_bytes(n, 40, 8, _memory.FitSize(dense_columns=d))
+        - _memory.fit_bytes(n, 40, 8)
         == n * d * 8
     )
     monkeypatch.setattr(
-        _memory, "MEMORY_BUDGET", _memory.fit_bytes(n, 40, 8, True, False, d)
+        _memory,
+        "MEMORY_BUDGET",
+        _memory.fit_bytes(n, 40, 8, _memory.FitSize(True, False, d)),
     )
     clf = KernelMarginSoftmaxClassifier(metric=None, random_state=0).fit(wide, y)
     assert clf.n_components_ == 40

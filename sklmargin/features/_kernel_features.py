@@ -35,7 +35,7 @@ from sklearn.utils import check_random_state
 from .._utils.array_api import NUMPY, numpy_dtype
 from ._fourier import RandomFourierFeatures
 from ._gamma import scale_gamma
-from ._memory import check_fit_memory, memory_budget, widest_width
+from ._memory import FitSize, check_fit_memory, memory_budget, widest_width
 from ._nystroem import NystroemFeatures
 
 #: compute_dtype="auto" computes in float32 from this many mapped entries on.
@@ -149,21 +149,20 @@ random_state
         if self.n_components not in ("auto", "path"):
             return rule
         itemsize = self.dtype(n_samples, input_dtype).itemsize
-        widest = widest_width(
-            n_samples, itemsize, *self._memory_terms(X), budget=budget, X=X
-        )
+        widest = widest_width(n_samples, itemsize, self._fit_size(X), budget, X)
         return int(max(1, min(rule, widest)))
 
-    def _memory_terms(self, X=None):
-        """``(whitening, factor_rows, dense_columns)`` of this map's fit on ``X``.
+    def _fit_size(self, X=None):
+        """Return what this map's fit on ``X`` holds beside its mapped rows.
 
-        The terms of :func:`~sklmargin.features._memory.fit_bytes`: sparse
-        rows are densified for the Nyström map (:meth:`rows`), a copy of
-        ``n x d`` entries beside the mapped rows.
+        A :class:`~sklmargin.features._memory.FitSize`: sparse rows are
+        densified for the Nyström map (:meth:`rows`), a copy of ``n x d``
+        entries beside the mapped rows.
         """
         nystroem = self.kernel_approximation == "nystroem"
         dense_columns = X.shape[1] if nystroem and sparse.issparse(X) else 0
-        return nystroem, nystroem and self.centres == "rpcholesky", dense_columns
+        rpcholesky = nystroem and self.centres == "rpcholesky"
+        return FitSize(nystroem, rpcholesky, dense_columns)
 
     def dtype(self, n_samples, input_dtype):
         """Return the dtype the map and the fit run in (``compute_dtype``).
@@ -233,14 +232,8 @@ random_state
         width = self.width(n_samples, numpy_dtype(X.dtype), X, budget)
         # Refused before anything n x M is allocated (a ValueError naming
         # the sizes), not an out-of-memory crash.
-        check_fit_memory(
-            n_samples,
-            width,
-            self.dtype_.itemsize,
-            *self._memory_terms(X),
-            X=X,
-            budget=budget,
-        )
+        size = self._fit_size(X)
+        check_fit_memory(n_samples, width, self.dtype_.itemsize, size, X, budget)
         X = self.rows(X, self.dtype_, xp)
         gamma = self.map_gamma(lambda: scale_gamma(X, sample_weight))
         self.map_ = self.new_map(width, gamma)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import NamedTuple
 
 from .._utils import blocks
 from .._utils.array_api import get_namespace
@@ -113,36 +114,51 @@ def memory_budget(X=None):
     return math.inf if available is None else MEMORY_FRACTION * available
 
 
-def fit_bytes(
-    n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0,
-    copies=1,
-):  # fmt: skip
+class FitSize(NamedTuple):
+    """What a kernel fit holds beside ``n x M`` mapped rows (:func:`fit_bytes`).
+
+    ``whitening``: the float64 ``M x M`` whitening of a Nyström map (none
+    for the random Fourier maps); ``factor_rows``: the float64 ``n x M``
+    factor of randomly pivoted Cholesky centres; ``dense_columns``: the
+    dense rows the map works on beside the mapped rows (sparse rows
+    densified, the path's copies of the rows); ``copies``: of the mapped
+    rows (one for a fit, more for the width path).
+    """
+
+    whitening: bool = True
+    factor_rows: bool = False
+    dense_columns: int = 0
+    copies: int = 1
+
+
+#: A plain Nyström fit: one copy of the mapped rows and the whitening.
+NYSTROEM_FIT = FitSize()
+
+
+def fit_bytes(n_samples, width, itemsize, size=NYSTROEM_FIT):
     """Bytes a kernel fit of ``n_samples`` rows and ``width`` centres holds at its peak.
 
-    ``copies`` of the mapped rows (``n x M x itemsize`` each: one for a fit,
-    more for the width path), the float64 ``M x M`` whitening
-    of a Nyström map (:data:`WHITENING_COPIES` of it; none for the random
-    Fourier maps), :data:`BLOCK_COPIES` row blocks, for randomly pivoted
-    Cholesky centres (``factor_rows``) its float64 ``n x M`` factor and, for
-    the dense rows the map works on beside them (``n x dense_columns x
-    itemsize``: sparse rows densified, the path's copies of the rows).
+    ``size.copies`` of the mapped rows (``n x M x itemsize`` each), the
+    float64 ``M x M`` whitening of a Nyström map (:data:`WHITENING_COPIES` of
+    it), :data:`BLOCK_COPIES` row blocks, for randomly pivoted Cholesky
+    centres (``size.factor_rows``) their float64 ``n x M`` factor, and the
+    dense rows the map works on beside them (``n x size.dense_columns x
+    itemsize``): :class:`FitSize`.
     """
-    n, m, size = int(n_samples), int(width), int(itemsize)
-    need = copies * n * m * size + (WHITENING_COPIES * 8 * m * m if whitening else 0)
-    need += BLOCK_COPIES * blocks.BLOCK_BYTES + _dense_bytes(n, dense_columns, itemsize)
-    if factor_rows:
+    n, m, item = int(n_samples), int(width), int(itemsize)
+    need = size.copies * n * m * item
+    need += WHITENING_COPIES * 8 * m * m if size.whitening else 0
+    need += BLOCK_COPIES * blocks.BLOCK_BYTES + _dense_bytes(n, size, itemsize)
+    if size.factor_rows:
         need += 8 * n * m
     return need
 
 
-def _dense_bytes(n_samples, dense_columns, itemsize):
-    return int(n_samples) * int(dense_columns) * int(itemsize)
+def _dense_bytes(n_samples, size, itemsize):
+    return int(n_samples) * int(size.dense_columns) * int(itemsize)
 
 
-def widest_width(
-    n_samples, itemsize, whitening=True, factor_rows=False, dense_columns=0,
-    budget=None, X=None, copies=1,
-):  # fmt: skip
+def widest_width(n_samples, itemsize, size=NYSTROEM_FIT, budget=None, X=None):
     """Return the largest width whose fit (:func:`fit_bytes`) holds in the budget.
 
     0 when not even one component fits; ``math.inf`` without a budget.
@@ -151,16 +167,15 @@ def widest_width(
     if math.isinf(budget):
         return math.inf
     # The largest integer m with a m^2 + b m + c <= 0.
-    a = WHITENING_COPIES * 8 if whitening else 0
-    b = int(n_samples) * (copies * int(itemsize) + (8 if factor_rows else 0))
+    a = WHITENING_COPIES * 8 if size.whitening else 0
+    b = int(n_samples) * (size.copies * int(itemsize) + (8 if size.factor_rows else 0))
     c = BLOCK_COPIES * blocks.BLOCK_BYTES - budget
-    c += _dense_bytes(n_samples, dense_columns, itemsize)
+    c += _dense_bytes(n_samples, size, itemsize)
     if c > 0:
         return 0
     root = -c / b if a == 0 else (-b + math.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
     width = int(root)
-    sizes = (n_samples, itemsize, whitening, factor_rows, dense_columns, copies)
-    while width > 0 and fit_bytes(sizes[0], width, *sizes[1:]) > budget:
+    while width > 0 and fit_bytes(n_samples, width, itemsize, size) > budget:
         width -= 1  # (round-off of the square root)
     return width
 
@@ -170,9 +185,8 @@ def _mib(size):
 
 
 def check_fit_memory(
-    n_samples, width, itemsize, whitening=True, factor_rows=False, dense_columns=0,
-    X=None, budget=None, copies=1,
-):  # fmt: skip
+    n_samples, width, itemsize, size=NYSTROEM_FIT, X=None, budget=None
+):
     """Raise a ValueError naming the sizes when a fit would exceed the budget.
 
     Called before the fit allocates its mapped rows or factors its centres;
@@ -182,12 +196,11 @@ def check_fit_memory(
     by a second, lower reading).
     """
     budget = memory_budget(X) if budget is None else budget
-    terms = (whitening, factor_rows, dense_columns)
-    need = fit_bytes(n_samples, width, itemsize, *terms, copies=copies)
+    need = fit_bytes(n_samples, width, itemsize, size)
     if need <= budget:
         return
-    widest = widest_width(n_samples, itemsize, *terms, budget=budget, copies=copies)
-    dense = _dense_bytes(n_samples, dense_columns, itemsize)
+    widest = widest_width(n_samples, itemsize, size, budget=budget)
+    dense = _dense_bytes(n_samples, size, itemsize)
     source = f"{MEMORY_FRACTION:g} of the memory available now"
     if X is not None and device_memory(X) is not None:
         source = f"{MEMORY_FRACTION:g} of the free memory of the device holding X"
@@ -199,18 +212,18 @@ def check_fit_memory(
     raise ValueError(
         f"A kernel fit of {int(n_samples)} rows x {int(width)} components x "
         f"{int(itemsize)} bytes needs {_mib(need)} ("
-        + (f"{copies} copies of " if copies > 1 else "")
-        + f"the mapped rows {_mib(copies * mapped)}"
-        + (f", the {int(width)} x {int(width)} whitening" if whitening else "")
+        + (f"{size.copies} copies of " if size.copies > 1 else "")
+        + f"the mapped rows {_mib(size.copies * mapped)}"
+        + (f", the {int(width)} x {int(width)} whitening" if size.whitening else "")
         + (
             f", the {int(n_samples)} x {int(width)} float64 Cholesky factor of "
             "the centre selection"
-            if factor_rows
+            if size.factor_rows
             else ""
         )
         + (
             f", the dense rows the map works on ({int(n_samples)} x "
-            f"{int(dense_columns)}: {_mib(dense)})"
+            f"{int(size.dense_columns)}: {_mib(dense)})"
             if dense
             else ""
         )

@@ -408,7 +408,7 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
 
     from .._utils.array_api import move_fitted_arrays, numpy_dtype, to_device, to_numpy
     from ._gamma import scale_gamma
-    from ._memory import check_fit_memory, memory_budget, widest_width
+    from ._memory import FitSize, check_fit_memory, memory_budget, widest_width
     from ._nystroem import _FITTED_ARRAYS
     from ._row_keys import row_hashes
 
@@ -421,15 +421,15 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     # All of that is on the host; a device holds the chosen width's features.
     copied = not isinstance(X, np.ndarray) or X.dtype != dtype
     host = memory_budget()
-    terms = {"dense_columns": (1 + copied) * X.shape[1], "copies": PATH_COPIES}
-    widest = widest_width(n_samples, dtype.itemsize, budget=host, **terms)
+    size = FitSize(dense_columns=(1 + copied) * X.shape[1], copies=PATH_COPIES)
+    widest = widest_width(n_samples, dtype.itemsize, size, budget=host)
     device_budget = None if xp is NUMPY else memory_budget(X)
     if device_budget is not None:
         widest = min(
             widest, widest_width(n_samples, dtype.itemsize, budget=device_budget)
         )
     if widest < 1:  # refused before any copy, naming the sizes (the host's first)
-        check_fit_memory(n_samples, 1, dtype.itemsize, budget=host, **terms)
+        check_fit_memory(n_samples, 1, dtype.itemsize, size, budget=host)
         check_fit_memory(n_samples, 1, dtype.itemsize, X=X, budget=device_budget)
     rows = kernel.rows(X, dtype, xp)
     hashes = row_hashes(rows)  # (where the rows live: on a device, there)
