@@ -190,6 +190,16 @@ random_state
         factor = gamma_factor(self.gamma, self.metric)
         return float(self.gamma) if factor is None else float(factor * scale())
 
+    def map_gammas(self, scale):
+        """Return ``gamma`` as the map reports it and the float it computes with.
+
+        :meth:`map_gamma`, and its value: ``scale()`` where that is
+        ``"scale"``, for a map that cannot resolve it on the rows itself (fitted
+        from the Dask chunks' statistics, or at each width of the path).
+        """
+        gamma = self.map_gamma(scale)
+        return gamma, scale() if gamma == "scale" else gamma
+
     def new_map(self, width, gamma):
         """Return an unfitted map of ``width`` and ``gamma`` (resolved)."""
         if self.kernel_approximation == "nystroem":
@@ -253,8 +263,7 @@ random_state
         # "scale" of the rows in the dtype the map runs in, as in memory
         # (fit_transform casts the rows before the map reads their variance).
         self.dtype_ = self.dtype(n_samples, input_dtype)
-        gamma = self.map_gamma(lambda: scale(self.dtype_))
-        value = scale(self.dtype_) if gamma == "scale" else gamma
+        gamma, value = self.map_gammas(lambda: scale(self.dtype_))
         self.map_ = self.new_map(width, value)
         if self.kernel_approximation == "nystroem":
             rng = check_random_state(self.random_state)

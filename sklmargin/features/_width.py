@@ -435,10 +435,8 @@ def path_map(estimator, X, y_encoded, sample_weight, xp=NUMPY, device="cpu"):
     hashes = row_hashes(rows)  # (where the rows live: on a device, there)
     rows = np.ascontiguousarray(to_numpy(rows))
     weights = np.asarray(to_numpy(sample_weight), dtype=np.float64)
-    gamma = kernel.map_gamma(lambda: scale_gamma(rows, weights))
-    template = kernel.new_map(n_samples, gamma)
-    if gamma == "scale":
-        gamma = scale_gamma(rows, weights)
+    reported, gamma = kernel.map_gammas(lambda: scale_gamma(rows, weights))
+    template = kernel.new_map(n_samples, reported)
     choice = choose_width(
         rows, np.asarray(to_numpy(y_encoded)), weights, hashes,
         gamma, check_random_state(estimator.random_state),
