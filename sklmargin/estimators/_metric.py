@@ -98,10 +98,9 @@ def metric_sample(keys, rng, take=None):
         Positions, within ``rows``, of the rows the gradients are averaged on
         (the first ``AGOP_ROWS`` of the draw).
     """
-    from ..features._row_keys import mix64
+    from ..features._row_keys import draw_salt, keyed_priority
 
-    salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
-    priority = mix64(np.asarray(keys, dtype=np.uint64) ^ salt)
+    priority = keyed_priority(keys, draw_salt(rng))
     order = np.argsort(priority, kind="stable")
     if take is not None:
         order = _content_order(order, priority[order], take)

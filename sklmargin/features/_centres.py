@@ -42,7 +42,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ._kernel_block import rbf_kernel_block
-from ._row_keys import distinct_row_hashes, mix64, stable_row_keys
+from ._row_keys import distinct_row_hashes, draw_salt, keyed_priority, stable_row_keys
 
 # Weighted Lloyd steps after the k-means++ seeding of the "kmeans" selector.
 _LLOYD_STEPS = 5
@@ -109,8 +109,7 @@ def race_order(weights, rng, keys=None):
     """
     if keys is None:
         keys = np.arange(weights.shape[0], dtype=np.uint64)
-    salt = np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
-    bits = mix64(np.asarray(keys, dtype=np.uint64) ^ salt) >> np.uint64(11)
+    bits = keyed_priority(keys, draw_salt(rng)) >> np.uint64(11)
     uniform = (bits.astype(np.float64) + 0.5) * 2.0**-53
     race = -np.log(uniform) / weights
     # Ties (distinct rows sharing a key and weight) go to the first in the

@@ -65,6 +65,20 @@ def mix64(h: np.ndarray) -> np.ndarray:
     return _mix64_int(np.asarray(h, dtype=np.uint64).view(np.int64)).view(np.uint64)
 
 
+def draw_salt(rng):
+    """Return a uint64 salt for :func:`keyed_priority`: one int64 draw of ``rng``."""
+    return np.uint64(rng.randint(0, np.iinfo(np.int64).max, dtype=np.int64))
+
+
+def keyed_priority(keys, salt):
+    """Return ``mix64(key ^ salt)`` of each uint64 key: rows drawn by their keys.
+
+    Sorting rows by it orders them at random (a new salt, a new order) but
+    by their keys alone: a row's place does not depend on its position.
+    """
+    return mix64(np.asarray(keys, dtype=np.uint64) ^ salt)
+
+
 def _directions(n_features):
     """Return the fixed random directions of the stable lane (seeded by ``d``)."""
     rng = np.random.default_rng([_DIRECTION_SEED, n_features])

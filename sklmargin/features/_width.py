@@ -47,7 +47,7 @@ from .._utils.array_api import NUMPY, row_blocks
 from ._centres import race_order
 from ._kernel_block import rbf_kernel_block
 from ._kernel_features import auto_n_components
-from ._row_keys import distinct_row_hashes, mix64
+from ._row_keys import distinct_row_hashes, keyed_priority
 
 #: The path's first width (all distinct training rows when there are fewer).
 START_WIDTH = 500
@@ -88,7 +88,7 @@ _HELD_OUT_SALT = np.uint64(0xB7E151628AED2A6A)
 
 def held_out_rows(keys, n_held):
     """Return the indices of ``n_held`` rows drawn by their stable keys."""
-    priority = mix64(np.asarray(keys, dtype=np.uint64) ^ _HELD_OUT_SALT)
+    priority = keyed_priority(keys, _HELD_OUT_SALT)
     return np.sort(np.argsort(priority, kind="stable")[:n_held])
 
 
