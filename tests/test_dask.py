@@ -17,6 +17,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_blobs
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from sklmargin._utils import validation
+from sklmargin.estimators._base import BaseMarginSoftmax
 
 pytest.importorskip("distributed")
 import dask  # noqa: E402
@@ -146,6 +148,41 @@ def test_scale_gamma_is_the_in_memory_one_whatever_the_chunks(sync, dtype):
                 *_dask(X, y, weights, chunks=chunks)
             )
             assert fitted.feature_map_.gamma_ == expected.feature_map_.gamma_, chunks
+
+
+def test_balanced_weights_are_the_in_memory_ones_whatever_the_chunks(sync, monkeypatch):
+    # Weights over twelve orders of magnitude: class totals summed row by row
+    # in memory, per chunk then across chunks in Dask, differed in their last
+    # bits with the chunking, and so did the "balanced" factors and the
+    # start's class totals.
+    X, y = _data(n=1000)
+    weights = 10.0 ** np.random.default_rng(0).uniform(-6, 6, len(y))
+    seen = []
+
+    def factors_spy(*args):
+        seen.append(class_weight_factors(*args))
+        return seen[-1]
+
+    def start_spy(self, objective, class_totals, *args):
+        seen.append(np.array(class_totals))
+        return cold_start(self, objective, class_totals, *args)
+
+    class_weight_factors = validation.class_weight_factors
+    cold_start = BaseMarginSoftmax._cold_start
+    monkeypatch.setattr(validation, "class_weight_factors", factors_spy)
+    monkeypatch.setattr(dask_module, "class_weight_factors", factors_spy)
+    monkeypatch.setattr(BaseMarginSoftmax, "_cold_start", start_spy)
+    clf = MarginSoftmaxClassifier(class_weight="balanced", max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=1: only the start is compared
+        clf.fit(X, y, weights)
+        expected, seen[:] = list(seen), []
+        for chunks in (1000, 333, 97, 64):
+            clf.fit(*_dask(X, y, weights, chunks=chunks))
+            assert len(seen) == len(expected) == 2
+            for got, want in zip(seen, expected, strict=True):
+                assert_array_equal(got, want, err_msg=str(chunks))
+            seen.clear()
 
 
 def test_an_overflowing_scale_is_refused_as_in_memory(sync):
