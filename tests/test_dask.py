@@ -17,6 +17,10 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_blobs
 
 from sklmargin import KernelMarginSoftmaxClassifier, MarginSoftmaxClassifier
+from sklmargin._utils import validation
+from sklmargin.estimators import _base as base
+from sklmargin.estimators._base import BaseMarginSoftmax
+from sklmargin.objective import LinearMarginObjective
 
 pytest.importorskip("distributed")
 import dask  # noqa: E402
@@ -148,6 +152,41 @@ def test_scale_gamma_is_the_in_memory_one_whatever_the_chunks(sync, dtype):
             assert fitted.feature_map_.gamma_ == expected.feature_map_.gamma_, chunks
 
 
+def test_balanced_weights_are_the_in_memory_ones_whatever_the_chunks(sync, monkeypatch):
+    # Weights over twelve orders of magnitude: class totals summed row by row
+    # in memory, per chunk then across chunks in Dask, differed in their last
+    # bits with the chunking, and so did the "balanced" factors and the
+    # start's class totals.
+    X, y = _data(n=1000)
+    weights = 10.0 ** np.random.default_rng(0).uniform(-6, 6, len(y))
+    seen = []
+
+    def factors_spy(*args):
+        seen.append(class_weight_factors(*args))
+        return seen[-1]
+
+    def start_spy(self, objective, class_totals, *args):
+        seen.append(np.array(class_totals))
+        return cold_start(self, objective, class_totals, *args)
+
+    class_weight_factors = validation.class_weight_factors
+    cold_start = BaseMarginSoftmax._cold_start
+    monkeypatch.setattr(validation, "class_weight_factors", factors_spy)
+    monkeypatch.setattr(dask_module, "class_weight_factors", factors_spy)
+    monkeypatch.setattr(BaseMarginSoftmax, "_cold_start", start_spy)
+    clf = MarginSoftmaxClassifier(class_weight="balanced", max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=1: only the start is compared
+        clf.fit(X, y, weights)
+        expected, seen[:] = list(seen), []
+        for chunks in (1000, 333, 97, 64):
+            clf.fit(*_dask(X, y, weights, chunks=chunks))
+            assert len(seen) == len(expected) == 2
+            for got, want in zip(seen, expected, strict=True):
+                assert_array_equal(got, want, err_msg=str(chunks))
+            seen.clear()
+
+
 def test_an_overflowing_scale_is_refused_as_in_memory(sync):
     # A term w_i * sum_j x_ij overflows float64 though X and the weights are
     # finite: both fits refuse it with one message (Dask's chunks returned a
@@ -174,6 +213,45 @@ def test_float32_stays_float32(sync):
     # the optimum only so far: run to tol=1e-7, both fits end on its round-off,
     # 4e-4 to 5e-4 apart in probability (2e-3 at tol=1e-5 before round 5).
     assert_allclose(clf.predict_proba(X), reference.predict_proba(X), atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_bias_start_takes_one_pass_and_the_in_memory_start(
+    sync, monkeypatch, dtype
+):
+    # The bias-only problem of the start solved through full evaluations took
+    # a pass over the chunks per step: 9 in float64, 23 in float32, where it
+    # also stopped on the float32 objective's round-off, away from the
+    # in-memory start (solved on float64 cosines). Now one forward GEMM per
+    # chunk, the cosines kept on the workers.
+    X, y = _data(n=600)
+    X = X.astype(dtype)
+    forwards, starts = [], []
+
+    def forward_spy(self, params):
+        forwards.append(self.X.shape[0])
+        return forward(self, params)
+
+    def start_spy(objective, params):
+        before = len(forwards)
+        params = optimal_intercept(objective, params)
+        starts.append((len(forwards) - before, objective.unpack(params)[1]))
+        return params
+
+    forward, optimal_intercept = LinearMarginObjective._forward, base.optimal_intercept
+    monkeypatch.setattr(LinearMarginObjective, "_forward", forward_spy)
+    monkeypatch.setattr(base, "optimal_intercept", start_spy)
+    clf = MarginSoftmaxClassifier(max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=1: only the start is compared
+        clf.fit(X, y)
+        X_dask, y_dask = _dask(X, y)
+        clf.fit(X_dask, y_dask)
+    (n_memory, expected), (n_dask, got) = starts
+    assert n_memory == 1
+    assert n_dask == X_dask.numblocks[0]
+    # L-BFGS-B to a gradient of 1e-8 on the same cosines, summed per chunk
+    assert_allclose(got, expected, rtol=0, atol=1e-9)
 
 
 def test_warm_start_refit_on_dask(sync):

@@ -105,17 +105,63 @@ def _check_weight_values(weights, name):
         )
 
 
-def class_weight_factors(class_weight, classes, y_encoded, sample_weight):
+def exact_class_totals(y_encoded, weights, n_classes):
+    """Return the per-class sums of ``weights``, exactly, as Python integers.
+
+    Each is :func:`~sklmargin.features._gamma.exact_sum` of the class's
+    weights (the sum times ``2 ** 1127``): integers add exactly, so the totals
+    of row chunks (a Dask fit's) add up to the in-memory ones whatever the
+    chunking or the row order, and :func:`rounded_totals` rounds each once.
+
+    Parameters
+    ----------
+    y_encoded : ndarray of shape (n_samples,)
+        Labels as indices into the classes.
+    weights : ndarray of shape (n_samples,)
+        Finite float64 weights.
+    n_classes : int
+
+    Returns
+    -------
+    list of int
+    """
+    from ..features._gamma import exact_sum
+
+    return [exact_sum(weights[y_encoded == j]) for j in range(n_classes)]
+
+
+def rounded_totals(totals):
+    """Return the floats nearest exact totals (:func:`exact_class_totals`).
+
+    One rounding each; a total beyond float64 is ``inf``, as a float sum's.
+    """
+    from ..features._gamma import float_of_exact
+
+    def rounded(total):
+        try:
+            return float_of_exact(total)
+        except ValueError:
+            return np.inf
+
+    return np.array([rounded(total) for total in totals], dtype=np.float64)
+
+
+def class_weight_factors(class_weight, classes, totals=None):
     """Per-class factors of ``class_weight`` ("balanced" uses weighted totals).
+
+    "balanced" gives class ``j`` the factor ``S / (n_present T_j)``, with
+    ``T_j`` its weight total, ``S`` the sum of all weights and ``n_present``
+    the classes of positive total: computed from the exact totals and rounded
+    once, so that it does not depend on the rows' order, nor, in a Dask fit,
+    on their chunking (the chunks' exact totals add up to the in-memory ones).
 
     Parameters
     ----------
     class_weight : dict, "balanced" or None
     classes : ndarray of shape (n_classes,)
-    y_encoded : ndarray of shape (n_samples,)
-        Labels as indices into ``classes``.
-    sample_weight : ndarray of shape (n_samples,)
-        Validated sample weights.
+    totals : list of int, default=None
+        The classes' exact weight totals (:func:`exact_class_totals`); read
+        only for "balanced".
 
     Returns
     -------
@@ -131,13 +177,16 @@ def class_weight_factors(class_weight, classes, y_encoded, sample_weight):
     n_classes = len(classes)
     if class_weight is None:
         return None
-    if isinstance(class_weight, str):  # "balanced", on weighted class totals
-        totals = np.bincount(y_encoded, sample_weight, minlength=n_classes)
-        present = totals > 0
-        factors = np.ones(n_classes)
-        factors[present] = sample_weight.sum() / (present.sum() * totals[present])
-        return factors
     factors = np.ones(n_classes)
+    if isinstance(class_weight, str):  # "balanced", on weighted class totals
+        n_present, total = sum(t > 0 for t in totals), sum(totals)
+        for j, class_total in enumerate(totals):
+            if class_total > 0:
+                try:  # (the integers' quotient, rounded once)
+                    factors[j] = total / (n_present * class_total)
+                except OverflowError:  # refused with the product's message
+                    factors[j] = np.inf
+        return factors
     for label, weight in class_weight.items():
         index = np.flatnonzero(classes == label)
         if index.size == 0:
@@ -170,7 +219,10 @@ def check_sample_and_class_weight(
     ndarray of shape (n_samples,)
     """
     sample_weight = check_weights(sample_weight, n_samples)
-    factors = class_weight_factors(class_weight, classes, y_encoded, sample_weight)
+    totals = None
+    if isinstance(class_weight, str):
+        totals = exact_class_totals(y_encoded, sample_weight, len(classes))
+    factors = class_weight_factors(class_weight, classes, totals)
     if factors is None:
         return sample_weight
     weights = sample_weight * factors[y_encoded]

@@ -45,6 +45,8 @@ from .._utils.validation import (
     check_logit_range,
     check_sample_and_class_weight,
     encode_labels,
+    exact_class_totals,
+    rounded_totals,
 )
 from ..features._input_transform import apply_input_transform
 from ..losses._additive import Softmax
@@ -306,7 +308,8 @@ class BaseMarginSoftmax(
         self._solve(
             objective,
             lambda_min,
-            np.bincount(y_encoded, sample_weight, minlength=len(classes)),
+            # exact (in any row order or chunking, as the Dask fit's)
+            rounded_totals(exact_class_totals(y_encoded, sample_weight, len(classes))),
             lambda: weighted_class_sums(rows.X, y_rows, sample_weight, len(classes)),
             softmax_problem,
         )

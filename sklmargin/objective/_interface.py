@@ -11,7 +11,7 @@ are *arguments* of each evaluation, never attributes the solver sets, so one
 objective can be evaluated at several schedule points without being mutated.
 Both derive from :class:`ObjectiveBase`, which holds what they share: the
 hyper-parameters, the parameter vector's :class:`ParameterLayout`, the L2
-penalty (added once, on the host) and the bias-only problem's default.
+penalty (added once, on the host).
 """
 
 from __future__ import annotations
@@ -194,19 +194,3 @@ class ObjectiveBase:
             value += self.penalty(params)
             self.unpack(grad)[0][...] += self.l2_strength * self.unpack(params)[0]
         return value, grad
-
-    def intercept_problem(self, params):
-        """``f(b) -> (value, gradient over b)``, one full evaluation per step.
-
-        The default, for objectives with no cheaper way (Dask);
-        :class:`~sklmargin.objective.LinearMarginObjective` keeps the cosines
-        of one forward GEMM instead.
-        """
-        params = np.array(params, dtype=np.float64)
-
-        def through_full_objective(bias):
-            self.unpack(params)[1][:] = bias
-            value, grad = self.loss_gradient(params)
-            return value, np.array(self.unpack(grad)[1])
-
-        return through_full_objective

@@ -7,9 +7,12 @@ the workers, the results reduced on the client and fed to the in-memory
 fit's own functions (:func:`~sklmargin._utils.validation.encode_labels`,
 :meth:`BaseMarginSoftmax._solve`):
 
-1. labels, weight totals per class and the weights' extremes (one pass),
-   checked and encoded on the client by the in-memory functions (labels,
-   weights, ``class_weight``), so a bad input raises the in-memory message;
+1. labels, exact weight totals per class and the weights' extremes (one
+   pass), checked and encoded on the client by the in-memory functions
+   (labels, weights, ``class_weight``), so a bad input raises the in-memory
+   message and "balanced" gets the in-memory factors whatever the chunking
+   (with class weights, one more pass over the labels and weights, not
+   ``X``, for the effective weights' exact totals);
 2. for the kernel estimator with ``gamma="scale"``, the weighted variance of
    all entries (two passes, centred as in the in-memory fit); the feature map
    is then fitted on the client (:mod:`sklmargin.integrations.dask._features`);
@@ -47,6 +50,8 @@ from ..._utils.validation import (
     _check_weight_values,
     class_weight_factors,
     encode_labels,
+    exact_class_totals,
+    rounded_totals,
 )
 from ...features._input_transform import apply_input_transform
 from ...losses._additive import Softmax
@@ -72,19 +77,33 @@ persist_chunks = None
 
 # -- worker-side helpers -----------------------------------------------------
 def _chunk_labels(X, y, sample_weight):
-    """Check one chunk's rows; its labels, their weight totals, the weights' extremes.
+    """Check one chunk's rows; its labels, their exact weight totals, the extremes.
 
-    The extremes (smallest and largest weight, NaN if any is NaN) let the
+    The totals are :func:`~sklmargin._utils.validation.exact_class_totals`
+    (None for weights that are not all finite: the client refuses them). The
+    extremes (smallest and largest weight, NaN if any is NaN) let the
     client check every weight with the in-memory rule
     (:func:`~sklmargin._utils.validation.check_weights`): all are finite and
     non-negative exactly when the extremes are, and they sum to a positive
     number exactly when the largest extreme is positive.
     """
     assert_all_finite(X, input_name="X")
-    weights = np.ones(1) if sample_weight is None else sample_weight
+    weights = np.ones(len(y)) if sample_weight is None else sample_weight
     labels, inverse = np.unique(y, return_inverse=True)
-    totals = np.bincount(inverse.ravel(), sample_weight, len(labels))
-    return labels, totals, (np.min(weights), np.max(weights))
+    return labels, *_exact_totals(inverse.ravel(), weights, len(labels))
+
+
+def _exact_totals(y_encoded, weights, n_classes):
+    """Exact per-class totals of finite weights (else None), and their extremes."""
+    weights = np.asarray(weights, dtype=np.float64)
+    extremes = (np.min(weights), np.max(weights))
+    if not np.all(np.isfinite(weights)):
+        return None, extremes
+    return exact_class_totals(y_encoded, weights, n_classes), extremes
+
+
+def _effective_totals(encoded, n_classes):
+    return _exact_totals(*encoded, n_classes)
 
 
 def _encode(y, sample_weight, classes, factors):
@@ -259,25 +278,34 @@ def _classes_and_weights(source, class_weight):
     The in-memory fit's label and weight checks, on what the chunks reported:
     :func:`~sklmargin._utils.validation.encode_labels` on their distinct
     labels, the weight rule on their weights' extremes, and
-    :func:`~sklmargin._utils.validation.class_weight_factors` on the classes
-    as pseudo-samples weighted by their totals (so "balanced" reads the
-    in-memory fit's weighted totals).
+    :func:`~sklmargin._utils.validation.class_weight_factors` on the classes'
+    exact totals (the chunks' integers added: the in-memory ones, whatever the
+    chunking). With class weights, the effective weights' exact totals take a
+    pass over the chunks' labels and weights (not ``X``), so that the class
+    totals of the start are the in-memory ones too. Encodes ``source``.
     """
     labels, chunk_totals, extremes = zip(*source.chunk_totals, strict=True)
     classes = encode_labels(np.concatenate(labels))[0]
     _check_weight_values(np.asarray(extremes, dtype=np.float64), "sample_weight")
-    per_chunk = np.zeros((len(labels), len(classes)))
+    per_chunk = [[0] * len(classes) for _ in labels]
     for row, chunk_labels in enumerate(labels):
-        per_chunk[row, np.searchsorted(classes, chunk_labels)] = chunk_totals[row]
-    totals = per_chunk.sum(axis=0)
-    factors = class_weight_factors(
-        class_weight, classes, np.arange(len(classes)), totals
-    )
+        for index, total in zip(
+            np.searchsorted(classes, chunk_labels), chunk_totals[row], strict=True
+        ):
+            per_chunk[row][index] = total
+    raw = [sum(column) for column in zip(*per_chunk, strict=True)]
+    factors = class_weight_factors(class_weight, classes, raw)
+    source.encode(classes, factors)
     if factors is not None:
-        per_chunk = per_chunk * factors
-        # A positive total (the entries are checked above).
-        _check_weight_values(per_chunk.sum(axis=1), "sample_weight * class_weight")
-    return classes, factors, per_chunk.sum(axis=0), per_chunk.sum(axis=1)
+        import dask
+
+        tasks = _delayed_map(_effective_totals, (source.encoded,), len(classes))
+        per_chunk, extremes = zip(*dask.compute(*tasks), strict=True)
+        extremes = np.asarray(extremes, dtype=np.float64)
+        _check_weight_values(extremes, "sample_weight * class_weight")
+    totals = [sum(column) for column in zip(*per_chunk, strict=True)]
+    chunk_sums = [sum(row) for row in per_chunk]
+    return classes, factors, rounded_totals(totals), chunk_sums
 
 
 def fit_dask(estimator, X, y, sample_weight=None):
@@ -292,9 +320,8 @@ def fit_dask(estimator, X, y, sample_weight=None):
     classes, factors, totals, chunk_sums = _classes_and_weights(
         source, estimator.class_weight
     )
-    sw_total = float(chunk_sums.sum())
-    keep = chunk_sums > 0
-    source.encode(classes, factors)
+    sw_total = float(rounded_totals([sum(chunk_sums)])[0])
+    keep = [total > 0 for total in chunk_sums]
     estimator.classes_ = classes
     transform = _fit_input_transform(estimator, X, y, sample_weight, classes, factors)
     if transform is not None:  # the kernel's learned metric: lazy, per chunk

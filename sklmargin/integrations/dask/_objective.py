@@ -19,8 +19,10 @@ gradient)`` pairs in chunk order (groups of chunks on the workers, then the
 group sums on the client: the same sums in the same order whatever the
 scheduling, so a fit is reproducible); ``K x M`` floats per group come back
 to the client, where L-BFGS runs. The L2 penalty is added once there, by the
-objectives' shared :class:`~sklmargin.objective._interface.ObjectiveBase`,
-which also gives the bias-only problem (one full evaluation per step).
+objectives' shared :class:`~sklmargin.objective._interface.ObjectiveBase`.
+The start's bias-only problem takes one pass: each chunk's in-memory problem
+(its float64 cosines) is kept on its worker, and each step is ``O(n_c K)``
+there (:meth:`DaskMarginObjective.intercept_problem`).
 
 Chunks are *prepared* (feature map, lift, unit rows) by :func:`prepare_chunk`
 on the workers, with the in-memory row preparation and statistics
@@ -95,25 +97,63 @@ def chunk_largest_norm(chunk):
     return float(np.max(chunk.rows.norms, initial=0.0))
 
 
+def _chunk_objective(chunk, spec):
+    """Return the chunk's in-memory objective (no penalty) and its ``S_c / S``."""
+    margin, m, s, n_classes, fit_intercept, _, sw_total = spec
+    # C = inf: the chunk carries no penalty; the client adds it once.
+    objective = LinearMarginObjective(
+        chunk.rows, chunk.y, n_classes, chunk.sample_weight, margin, m, s,
+        np.inf, fit_intercept,
+    )  # fmt: skip
+    return objective, objective.sw_sum / sw_total
+
+
 def chunk_evaluation(chunk, spec, params, state=None, with_gradient=True):
     """``(S_c / S) F_c`` and its gradient, or (``with_gradient=False``) state.
 
     The gradient holds ``state`` fixed if given; the state is recomputed.
     ``spec`` is ``(margin, m, s, n_classes, fit_intercept, lam, S)``.
     """
-    margin, m, s, n_classes, fit_intercept, lam, sw_total = spec
-    # C = inf: the chunk carries no penalty; the client adds it once.
-    objective = LinearMarginObjective(
-        chunk.rows, chunk.y, n_classes, chunk.sample_weight, margin, m, s,
-        np.inf, fit_intercept,
-    )  # fmt: skip
-    fraction = objective.sw_sum / sw_total
+    objective, fraction = _chunk_objective(chunk, spec)
+    lam = spec[5]
     if not with_gradient:
         value, state = objective.value_and_state(params, lam=lam)
         return value * fraction, state
     value, grad = objective.loss_gradient(params, lam=lam, state=state)
     grad *= fraction
     return value * fraction, grad
+
+
+@dataclass
+class ChunkIntercept:
+    """One chunk's bias-only problem, kept on its worker between steps.
+
+    Attributes
+    ----------
+    function : callable
+        The in-memory ``f_c(b) -> (value, gradient)`` on the chunk's float64
+        cosines (:meth:`LinearMarginObjective.intercept_problem`).
+    fraction : float
+        The chunk's share ``S_c / S``.
+    """
+
+    function: object
+    fraction: float
+
+    def __call__(self, intercept):
+        """Return ``(S_c / S) f_c(b)`` and its gradient over the bias."""
+        value, grad = self.function(intercept)
+        return value * self.fraction, np.asarray(grad) * self.fraction
+
+
+def chunk_intercept_problem(chunk, spec, params):
+    """Return the chunk's :class:`ChunkIntercept` (one forward GEMM)."""
+    objective, fraction = _chunk_objective(chunk, spec)
+    function = objective.intercept_problem(params)
+    # Its steps read the cosines, labels and weights: a streamed chunk's rows
+    # are not kept alive with it.
+    objective.rows = objective.X = objective.norms = None
+    return ChunkIntercept(function, fraction)
 
 
 def _with_state(chunk, spec, params, result):
@@ -289,3 +329,31 @@ class DaskMarginObjective(ObjectiveBase):
         results = dask.persist(*map_chunks(_exact, self.chunks, *inputs))
         value = ordered_sum(map_chunks(operator.getitem, results, 0))
         return float(value) + self.penalty(params), ChunkStates(results)
+
+    def intercept_problem(self, params):
+        """``f(b) -> (value, gradient over b)`` on the chunks' kept cosines.
+
+        One pass over the chunks computes each chunk's in-memory bias-only
+        problem (:meth:`LinearMarginObjective.intercept_problem`: one forward
+        GEMM, its cosines kept in float64 on the chunk's worker); each step is
+        then ``O(n_c K)`` per chunk, the chunks' shares summed in chunk order.
+        The in-memory problem, so the in-memory start: solved through full
+        evaluations, each step was a pass over the data, and float32 ones
+        stopped on their round-off, away from it.
+        """
+        import dask
+
+        problems = dask.persist(
+            *map_chunks(
+                chunk_intercept_problem, self.chunks, *self._graph_inputs(params, 0.0)
+            )
+        )
+        penalty = self.penalty(params)
+
+        def on_kept_cosines(intercept):
+            intercept = dask.delayed(np.array(intercept, dtype=np.float64), pure=False)
+            steps = map_chunks(ChunkIntercept.__call__, problems, intercept)
+            value, grad = ordered_sum(steps)
+            return float(value) + penalty, np.array(grad, dtype=np.float64)
+
+        return on_kept_cosines
