@@ -459,6 +459,10 @@ def test_bad_input_raises(sync, change, match):
         (lambda w: 0 * w, None),
         (lambda w: 0 * w, "balanced"),
         (lambda w: w, {0: 0.0, 1: 0.0, 2: 0.0}),
+        # each weight finite, their total not: refused before the fit
+        (lambda w: 1e308 * w, None),
+        (lambda w: 1e308 * w, "balanced"),
+        (lambda w: 1e307 * w, {0: 1.0, 1: 10.0, 2: 10.0}),
     ],
 )
 def test_weight_errors_are_the_in_memory_ones(sync, weights, class_weight):

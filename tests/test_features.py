@@ -392,3 +392,30 @@ def test_exact_sums_add_to_fsum_however_split(monkeypatch, batch):
     for bad in ([1.0, np.inf], [np.inf, -np.inf], [1.0, np.nan]):
         with pytest.raises(ValueError, match="not finite"):
             _gamma.exact_sum(bad)
+
+
+def test_class_totals_of_integer_weights_are_the_exact_sums(monkeypatch):
+    # Integer weights whose total stays below 2**53 take bincount (exact
+    # there); others, and the same weights when the shortcut is off, the
+    # exact sums: the same integers either way.
+    from sklmargin._utils import validation
+    from sklmargin.features import _gamma
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 5, 1000)
+    cases = [
+        np.ones(1000),
+        rng.integers(0, 2**40, 1000).astype(float),  # total near 2**50
+        rng.integers(0, 2**52, 1000).astype(float),  # total beyond 2**53
+        rng.integers(0, 5, 1000) + 0.5,
+    ]
+    for weights in cases:
+        totals = validation.exact_class_totals(y, weights, 6)
+        assert totals == [_gamma.exact_sum(weights[y == j]) for j in range(6)]
+        assert totals[5] == 0
+    # the shortcut is taken for unit weights (no exact sum called)
+    monkeypatch.setattr(_gamma, "exact_sum", None)
+    assert (
+        validation.exact_class_totals(y, np.ones(1000), 6)[0]
+        == _gamma.exact_integers([np.sum(y == 0)])[0]
+    )

@@ -99,9 +99,25 @@ def _check_weight_values(weights, name):
         raise ValueError(f"{name} must be finite; it contains NaN or infinity.")
     if np.any(weights < 0):
         raise ValueError(f"Negative values in data passed to {name}.")
-    if weights.size and not weights.sum() > 0:
+    with np.errstate(over="ignore"):  # refused below, by name
+        total = weights.sum()
+    if weights.size and not total > 0:
         raise ValueError(
             f"{name} sums to zero: at least one sample must have a positive weight."
+        )
+    check_weight_total(total, name)
+
+
+def check_weight_total(total, name):
+    """Refuse weights whose total overflows float64 (each weight finite).
+
+    The objective divides by the total: an infinite one leaves a zero loss
+    and NaN steps. The Dask fit checks its exact total with the same message.
+    """
+    if not np.isfinite(total):
+        raise ValueError(
+            f"{name} sums to infinity in float64: rescale the weights (each is "
+            "finite, their total is not)."
         )
 
 
@@ -125,8 +141,14 @@ def exact_class_totals(y_encoded, weights, n_classes):
     -------
     list of int
     """
-    from ..features._gamma import exact_sum
+    from ..features._gamma import exact_integers, exact_sum
 
+    with np.errstate(over="ignore"):  # (a large total takes the exact path)
+        small = np.sum(np.abs(weights)) < 2.0**53
+    if small and np.all(weights == np.rint(weights)):
+        # Integer weights (unit weights too) whose partial sums stay below
+        # 2**53: the float64 sums are exact already, at bincount's speed.
+        return exact_integers(np.bincount(y_encoded, weights, minlength=n_classes))
     return [exact_sum(weights[y_encoded == j]) for j in range(n_classes)]
 
 
@@ -140,13 +162,13 @@ def rounded_totals(totals):
     def rounded(total):
         try:
             return float_of_exact(total)
-        except ValueError:
+        except ValueError:  # (the exact total overflows float64)
             return np.inf
 
     return np.array([rounded(total) for total in totals], dtype=np.float64)
 
 
-def class_weight_factors(class_weight, classes, totals=None):
+def class_weight_factors(class_weight, classes, totals):
     """Per-class factors of ``class_weight`` ("balanced" uses weighted totals).
 
     "balanced" gives class ``j`` the factor ``S / (n_present T_j)``, with
@@ -159,9 +181,9 @@ def class_weight_factors(class_weight, classes, totals=None):
     ----------
     class_weight : dict, "balanced" or None
     classes : ndarray of shape (n_classes,)
-    totals : list of int, default=None
+    totals : list of int or None
         The classes' exact weight totals (:func:`exact_class_totals`); read
-        only for "balanced".
+        only for "balanced" (None otherwise).
 
     Returns
     -------

@@ -101,6 +101,11 @@ def exact_sum(values) -> int:
     return total
 
 
+def exact_integers(values) -> list:
+    """Return :func:`exact_sum` of each of the integer-valued float64 ``values``."""
+    return [int(value) << _EXACT_SHIFT for value in np.asarray(values).tolist()]
+
+
 def float_of_exact(total: int) -> float:
     """Return the float nearest the exact sum :func:`exact_sum` gave (one rounding)."""
     try:

@@ -48,6 +48,7 @@ from sklearn.utils.validation import assert_all_finite
 from ..._utils.array_api import is_dask
 from ..._utils.validation import (
     _check_weight_values,
+    check_weight_total,
     class_weight_factors,
     encode_labels,
     exact_class_totals,
@@ -294,6 +295,7 @@ def _classes_and_weights(source, class_weight):
         ):
             per_chunk[row][index] = total
     raw = [sum(column) for column in zip(*per_chunk, strict=True)]
+    check_weight_total(rounded_totals([sum(raw)])[0], "sample_weight")
     factors = class_weight_factors(class_weight, classes, raw)
     source.encode(classes, factors)
     if factors is not None:
@@ -303,6 +305,10 @@ def _classes_and_weights(source, class_weight):
         per_chunk, extremes = zip(*dask.compute(*tasks), strict=True)
         extremes = np.asarray(extremes, dtype=np.float64)
         _check_weight_values(extremes, "sample_weight * class_weight")
+        effective = sum(sum(row) for row in per_chunk)
+        check_weight_total(
+            rounded_totals([effective])[0], "sample_weight * class_weight"
+        )
     totals = [sum(column) for column in zip(*per_chunk, strict=True)]
     chunk_sums = [sum(row) for row in per_chunk]
     return classes, factors, rounded_totals(totals), chunk_sums
