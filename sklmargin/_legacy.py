@@ -53,6 +53,9 @@ LEGACY_MODULES = {
 class _LegacyModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Import an old module name as the module that replaced it."""
 
+    def __init__(self):
+        self._own_specs = {}
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in LEGACY_MODULES:
             return None
@@ -60,11 +63,20 @@ class _LegacyModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         # The import system keeps the returned module's own __name__ and
-        # __spec__ (they are set), and files it under the old name as well.
-        return importlib.import_module(LEGACY_MODULES[spec.name])
+        # files it under the old name as well, but sets its __spec__ to the
+        # old name's: exec_module puts the module's own back.
+        module = importlib.import_module(LEGACY_MODULES[spec.name])
+        self._own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module):
-        """Nothing to run: the module was imported under its own name."""
+        """Nothing to run: the module was imported under its own name.
+
+        Only its ``__spec__`` is restored: left as the old name's, whose
+        parent is not the module's package, every relative import run inside
+        the module afterwards raised an ``ImportWarning``.
+        """
+        module.__spec__ = self._own_specs.pop(module.__name__)
 
 
 def install_legacy_module_paths():

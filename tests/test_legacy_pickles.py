@@ -127,8 +127,18 @@ def test_refit_today_gives_the_model_saved_then(name):
 
 def test_old_module_path_is_the_new_module():
     import sklmargin._kernel as old  # noqa: PLC0415
+    import sklmargin._validation  # noqa: F401, PLC0415
 
     assert old is sys.modules["sklmargin.estimators._kernel"]
+    # The modules keep their own specs: the old name's, with another parent,
+    # made each relative import run inside them raise an ImportWarning.
+    for name in ("sklmargin.estimators._kernel", "sklmargin._utils.validation"):
+        assert sys.modules[name].__spec__.name == name
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sys.modules["sklmargin._utils.validation"].exact_class_totals(
+            np.array([0, 1]), np.ones(2), 2
+        )
     assert old.KernelMarginSoftmaxClassifier is sklmargin.KernelMarginSoftmaxClassifier
     from sklmargin._margins import AMSoftmax, Margin  # the round-2 docs' import
 
