@@ -9,7 +9,9 @@ It reports, for the start's bias-only problem
 evaluations, forward GEMMs over the chunks (in passes), ``dask.compute``
 calls, wall and CPU seconds; and for the whole fit its evaluations, ``n_iter_``
 and seconds. ``--out`` saves ``coef_``, ``intercept_``, the start's bias and
-the labels of the first 50,000 rows, to compare two trees' fits. Run each tree
+the labels of the first 50,000 rows, to compare two trees' fits.
+``--streamed`` streams the prepared chunks (``persist_chunks = False``, as for
+data judged too big to hold) instead of persisting them. Run each tree
 with ``PYTHONPATH`` set to it::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
@@ -36,7 +38,12 @@ def main():
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--chunk", type=int, default=25_000)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--streamed", action="store_true")
     args = parser.parse_args()
+    if args.streamed:
+        import sklmargin.integrations.dask._estimators as dask_estimators
+
+        dask_estimators.persist_chunks = False
     X, y = make_classification(
         200_000, 50, n_informative=20, n_classes=5, random_state=0
     )

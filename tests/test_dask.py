@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 import sklmargin.integrations.dask._estimators as dask_module  # noqa: E402
+import sklmargin.integrations.dask._objective as dask_objective  # noqa: E402
 
 CHUNK = 90
 
@@ -220,7 +222,7 @@ def test_the_bias_start_takes_one_pass_and_the_in_memory_start(
     sync, monkeypatch, dtype
 ):
     # The bias-only problem of the start solved through full evaluations took
-    # a pass over the chunks per step: 9 in float64, 23 in float32, where it
+    # a pass over the chunks per step: 9 in float64, 57 in float32, where it
     # also stopped on the float32 objective's round-off, away from the
     # in-memory start (solved on float64 cosines). Now one forward GEMM per
     # chunk, the cosines kept on the workers.
@@ -233,9 +235,10 @@ def test_the_bias_start_takes_one_pass_and_the_in_memory_start(
         return forward(self, params)
 
     def start_spy(objective, params):
-        before = len(forwards)
+        before = len(forwards), objective.n_evaluations
         params = optimal_intercept(objective, params)
-        starts.append((len(forwards) - before, objective.unpack(params)[1]))
+        counted = objective.n_evaluations - before[1]
+        starts.append((len(forwards) - before[0], counted, objective.unpack(params)[1]))
         return params
 
     forward, optimal_intercept = LinearMarginObjective._forward, base.optimal_intercept
@@ -247,11 +250,52 @@ def test_the_bias_start_takes_one_pass_and_the_in_memory_start(
         clf.fit(X, y)
         X_dask, y_dask = _dask(X, y)
         clf.fit(X_dask, y_dask)
-    (n_memory, expected), (n_dask, got) = starts
+    (n_memory, counted_memory, expected), (n_dask, counted_dask, got) = starts
     assert n_memory == 1
     assert n_dask == X_dask.numblocks[0]
+    assert counted_memory == counted_dask == 0  # no full evaluation either way
     # L-BFGS-B to a gradient of 1e-8 on the same cosines, summed per chunk
     assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_a_streamed_start_keeps_no_chunk_cosines(sync, monkeypatch):
+    # Streamed chunks are judged too big to hold: the start's bias problem
+    # kept every chunk's n_c x K float64 cosines at once (then more memory
+    # than the data when K * 8 > (d + 2) * itemsize). It now recomputes one
+    # chunk's at a time, at each step: the same cosines, the same start.
+    X, y = _data(n=600)
+    X_dask, y_dask = _dask(X.astype(np.float32), y)
+    made, most_alive, starts = [], [0], []
+
+    def problem_spy(*args):
+        most_alive[0] = max(most_alive[0], sum(ref() is not None for ref in made))
+        problem = chunk_intercept_problem(*args)
+        made.append(weakref.ref(problem))
+        return problem
+
+    def start_spy(objective, params):
+        params = optimal_intercept(objective, params)
+        starts.append(objective.unpack(params)[1])
+        return params
+
+    chunk_intercept_problem = dask_objective.chunk_intercept_problem
+    optimal_intercept = base.optimal_intercept
+    monkeypatch.setattr(dask_objective, "chunk_intercept_problem", problem_spy)
+    monkeypatch.setattr(base, "optimal_intercept", start_spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=1: only the start is compared
+        for persist in (True, False):
+            monkeypatch.setattr(dask_module, "persist_chunks", persist)
+            n_before = len(made)
+            MarginSoftmaxClassifier(max_iter=1).fit(X_dask, y_dask)
+            if persist:  # one pass, every chunk's problem kept
+                assert len(made) == X_dask.numblocks[0]
+                assert most_alive[0] == X_dask.numblocks[0] - 1
+                most_alive[0] = 0
+    assert most_alive[0] == 0  # streamed: none kept from one chunk to the next
+    assert len(made) - n_before > 2 * X_dask.numblocks[0]  # a pass per step
+    # the same float64 cosines, the same sums in chunk order
+    assert_array_equal(starts[1], starts[0])
 
 
 def test_warm_start_refit_on_dask(sync):
@@ -309,8 +353,18 @@ def test_predict_warns_once_per_chunk_not_for_the_probe(sync):
     assert all("feature names" in str(w.message) for w in caught)
 
 
-def test_cluster_sv_softmax_matches_in_memory(cluster_client):
+def test_cluster_sv_softmax_matches_in_memory(cluster_client, monkeypatch):
     # SV-Softmax's masks stay on the workers between rounds.
+    unpinned = []
+
+    def holders_spy(nodes):
+        found = holders(nodes)
+        if nodes and "chunk_intercept_problem" in str(nodes[0].key):
+            unpinned.append(sum(h is None for h in found))
+        return found
+
+    holders = dask_objective._holders
+    monkeypatch.setattr(dask_objective, "_holders", holders_spy)
     X, y = _data(n=300)
     weights = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
     clf = MarginSoftmaxClassifier(loss="am-softmax", t=1.2, random_state=0)
@@ -320,6 +374,9 @@ def test_cluster_sv_softmax_matches_in_memory(cluster_client):
     )
     assert_allclose(fitted.predict_proba(_dask(X)[0]).compute(), expected, atol=1e-6)
     assert fitted._fit_stats["n_evaluations"] > 0
+    # The start's steps run where the chunk's bias problem lies, from the
+    # first (which ran before it existed: unpinned, then copied to others).
+    assert unpinned and not any(unpinned)
 
 
 def test_cluster_kernel_matches_in_memory(cluster_client):

@@ -149,8 +149,10 @@ class ObjectiveBase:
     Holds the resolved hyper-parameters, the :class:`ParameterLayout`, the
     weight total ``S`` and the L2 strength ``1 / (C S)`` (0 for losses that do
     not depend on ``|v_j|``), and counts evaluations. Subclasses call
-    :meth:`_setup` and implement ``loss_gradient``, ``value_and_state`` and
-    ``with_margin``.
+    :meth:`_setup` and implement ``loss_gradient``, ``value_and_state``,
+    ``with_margin`` and ``intercept_problem`` (the start's bias-only problem;
+    no default: through full evaluations it costs a pass per step and, in
+    float32, stops on the objective's round-off).
     """
 
     def _setup(self, margin, m, s, C, n_classes, n_features, fit_intercept, sw_sum):

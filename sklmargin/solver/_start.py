@@ -110,7 +110,8 @@ def optimal_intercept(objective, params):
     objective : MarginObjective
         Its :meth:`~sklmargin.objective.MarginObjective.intercept_problem`:
         in memory, one forward GEMM and then ``O(n_samples n_classes)`` per
-        step; over Dask chunks, the same per chunk, on its worker.
+        step; over Dask chunks, the same per chunk on its worker (streamed
+        chunks, kept nowhere: a forward GEMM per chunk per step).
     params : ndarray
         Starting parameters with prototypes in place.
 

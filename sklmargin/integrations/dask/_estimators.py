@@ -247,7 +247,10 @@ class _Source:
         columns = (self.x_blocks, self.encoded)
         tasks = _delayed_map(_prepare, columns, mapper, normalize, constant)
         chunks = [task for task, k in zip(tasks, keep, strict=True) if k]
-        if _should_persist(self.n_samples, n_features, self.dtype.itemsize):
+        self.persisted = _should_persist(
+            self.n_samples, n_features, self.dtype.itemsize
+        )
+        if self.persisted:
             chunks = list(dask.persist(*chunks))
         return chunks
 
@@ -358,14 +361,14 @@ def fit_dask(estimator, X, y, sample_weight=None):
     )  # fmt: skip
     objective = DaskMarginObjective(
         chunks, sw_total, n_rows, constant, len(classes), margin, m, s,
-        estimator.C, estimator.fit_intercept, dtype,
+        estimator.C, estimator.fit_intercept, dtype, source.persisted,
     )  # fmt: skip
 
     def softmax_problem():  # plain softmax over the raw feature chunks
         return DaskMarginObjective(
             source.chunks(keep, mapper, False, 0.0, n_features), sw_total,
             n_features, 0.0, len(classes), Softmax(), 0.0, 1.0, estimator.C,
-            estimator.fit_intercept,
+            estimator.fit_intercept, persisted=source.persisted,
         )  # fmt: skip
 
     def class_sums():  # the chunks' class sums, added in chunk order

@@ -20,9 +20,10 @@ group sums on the client: the same sums in the same order whatever the
 scheduling, so a fit is reproducible); ``K x M`` floats per group come back
 to the client, where L-BFGS runs. The L2 penalty is added once there, by the
 objectives' shared :class:`~sklmargin.objective._interface.ObjectiveBase`.
-The start's bias-only problem takes one pass: each chunk's in-memory problem
-(its float64 cosines) is kept on its worker, and each step is ``O(n_c K)``
-there (:meth:`DaskMarginObjective.intercept_problem`).
+The start's bias-only problem is each chunk's in-memory one (its float64
+cosines): persisted chunks keep it on their worker (one pass, then ``O(n_c K)``
+a step), streamed ones recompute it at each step
+(:meth:`DaskMarginObjective.intercept_problem`).
 
 Chunks are *prepared* (feature map, lift, unit rows) by :func:`prepare_chunk`
 on the workers, with the in-memory row preparation and statistics
@@ -135,15 +136,22 @@ class ChunkIntercept:
         cosines (:meth:`LinearMarginObjective.intercept_problem`).
     fraction : float
         The chunk's share ``S_c / S``.
+    nbytes : int
+        The memory it keeps (cosines, labels, weights): its ``sizeof`` for
+        Dask's memory accounting, which cannot see into ``function``.
     """
 
     function: object
     fraction: float
+    nbytes: int = 0
 
     def __call__(self, intercept):
         """Return ``(S_c / S) f_c(b)`` and its gradient over the bias."""
         value, grad = self.function(intercept)
         return value * self.fraction, np.asarray(grad) * self.fraction
+
+    def __sizeof__(self):
+        return object.__sizeof__(self) + self.nbytes
 
 
 def chunk_intercept_problem(chunk, spec, params):
@@ -153,7 +161,17 @@ def chunk_intercept_problem(chunk, spec, params):
     # Its steps read the cosines, labels and weights: a streamed chunk's rows
     # are not kept alive with it.
     objective.rows = objective.X = objective.norms = None
-    return ChunkIntercept(function, fraction)
+    kept = len(chunk.y) * spec[3] * 8 + chunk.y.nbytes + chunk.sample_weight.nbytes
+    return ChunkIntercept(function, fraction, kept)
+
+
+def chunk_intercept_step(chunk, spec, params, intercept):
+    """One step of the chunk's bias-only problem, its cosines computed afresh.
+
+    The same float64 cosines as :func:`chunk_intercept_problem`'s, so the
+    same step; nothing is kept (streamed chunks).
+    """
+    return chunk_intercept_problem(chunk, spec, params)(intercept)
 
 
 def _with_state(chunk, spec, params, result):
@@ -193,6 +211,23 @@ def _holders(nodes):
     # who_has finds the futures inside persisted collections (not bare keys).
     who_has = client.who_has(list(nodes))
     return [list(who_has.get(getattr(node, "key", None), ())) or None for node in nodes]
+
+
+def persist_here(nodes):
+    """Persist ``nodes`` and, under distributed, wait until they exist.
+
+    Then :func:`_holders` knows where each lies and the next tasks on them
+    are pinned there (right after ``dask.persist`` it knows none: the first
+    tasks went anywhere, and results were copied between workers).
+    """
+    import dask
+
+    nodes = dask.persist(*nodes)
+    if _client() is not None:
+        from distributed import futures_of, wait
+
+        wait(futures_of(nodes))
+    return nodes
 
 
 def map_chunks(func, nodes, *args, extra=None):
@@ -276,11 +311,15 @@ class DaskMarginObjective(ObjectiveBase):
     fit_intercept : bool
     dtype : numpy dtype, default=np.float64
         The data's dtype (that of the fitted attributes).
+    persisted : bool, default=True
+        Whether ``chunks`` are persisted on the workers. If not (streamed:
+        judged too big to hold), the start's bias-only problem keeps no
+        per-chunk cosines either, which are ``n_classes x 8`` bytes a row.
     """
 
     def __init__(
         self, chunks, sw_total, n_features, constant, n_classes, margin, m, s, C,
-        fit_intercept, dtype=np.float64,
+        fit_intercept, dtype=np.float64, persisted=True,
     ):  # fmt: skip
         self._setup(margin, m, s, C, n_classes, n_features, fit_intercept, sw_total)
         self.chunks, self.constant, self.dtype = (
@@ -288,20 +327,23 @@ class DaskMarginObjective(ObjectiveBase):
             float(constant),
             np.dtype(dtype),
         )
+        self.persisted = bool(persisted)
 
     def with_margin(self, margin):
         """Return the same problem (same persisted chunks) under another margin."""
         return DaskMarginObjective(
             self.chunks, self.sw_sum, self.n_features, self.constant, self.n_classes,
             margin, self.m, self.s, self.C, self.fit_intercept, self.dtype,
+            self.persisted,
         )  # fmt: skip
 
-    def _graph_inputs(self, params, lam):
+    def _graph_inputs(self, params, lam, evaluation=True):
         import dask
 
         spec = (self.margin, self.m, self.s, self.n_classes, self.fit_intercept)
         spec += (float(lam), self.sw_sum)
-        self.n_evaluations += 1
+        # The start's bias problem is no full evaluation (none in memory).
+        self.n_evaluations += evaluation
         # One key each: the vector goes to the scheduler once per evaluation,
         # not once per chunk task.
         params = np.array(params, dtype=np.float64)
@@ -331,29 +373,37 @@ class DaskMarginObjective(ObjectiveBase):
         return float(value) + self.penalty(params), ChunkStates(results)
 
     def intercept_problem(self, params):
-        """``f(b) -> (value, gradient over b)`` on the chunks' kept cosines.
+        """``f(b) -> (value, gradient over b)``: per chunk, the in-memory one.
 
-        One pass over the chunks computes each chunk's in-memory bias-only
-        problem (:meth:`LinearMarginObjective.intercept_problem`: one forward
-        GEMM, its cosines kept in float64 on the chunk's worker); each step is
-        then ``O(n_c K)`` per chunk, the chunks' shares summed in chunk order.
-        The in-memory problem, so the in-memory start: solved through full
-        evaluations, each step was a pass over the data, and float32 ones
-        stopped on their round-off, away from it.
+        Each chunk's in-memory bias-only problem
+        (:meth:`LinearMarginObjective.intercept_problem`: one forward GEMM,
+        its cosines in float64), the chunks' shares summed in chunk order: the
+        in-memory start. Persisted chunks keep their problem (``n_c x K``
+        cosines) on their worker: one pass, then ``O(n_c K)`` per step.
+        Streamed chunks, judged too big to hold, keep nothing: each step
+        computes the cosines afresh (a forward GEMM per chunk per step, the
+        same cosines, so the same steps). Through full evaluations instead,
+        float32 steps stopped on the objective's round-off, away from the
+        in-memory start.
         """
         import dask
 
-        problems = dask.persist(
-            *map_chunks(
-                chunk_intercept_problem, self.chunks, *self._graph_inputs(params, 0.0)
-            )
-        )
+        spec, params_node = self._graph_inputs(params, 0.0, evaluation=False)
         penalty = self.penalty(params)
+        if self.persisted:
+            problems = persist_here(
+                map_chunks(chunk_intercept_problem, self.chunks, spec, params_node)
+            )
 
-        def on_kept_cosines(intercept):
+        def on_chunk_cosines(intercept):
             intercept = dask.delayed(np.array(intercept, dtype=np.float64), pure=False)
-            steps = map_chunks(ChunkIntercept.__call__, problems, intercept)
+            if self.persisted:
+                steps = map_chunks(ChunkIntercept.__call__, problems, intercept)
+            else:
+                steps = map_chunks(
+                    chunk_intercept_step, self.chunks, spec, params_node, intercept
+                )
             value, grad = ordered_sum(steps)
             return float(value) + penalty, np.array(grad, dtype=np.float64)
 
-        return on_kept_cosines
+        return on_chunk_cosines
