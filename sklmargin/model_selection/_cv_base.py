@@ -102,11 +102,10 @@ class _BaseMarginSoftmaxCV(
     #: per-fold metric and width (a method there); none here.
     _prepare_fold = None
     #: Whether the folds' models live in the refit's feature space (the
-    #: linear search). Then the refit walks the folds' path warm (from their
-    #: mean where they were fitted on to tol), and a search over the default
-    #: margins probes ``m = 0`` at its chosen point (:mod:`._cv_margin`). A
-    #: kernel fold's model lives in its own fold's map: the refit is cold,
-    #: and the probe is not run (it was measured for the linear search only).
+    #: linear search): the refit walks their path warm, and a search over the
+    #: default margins probes ``m = 0`` (:mod:`._cv_margin`). A kernel fold's
+    #: model lives in its own fold's map: a cold refit, and no probe (tried
+    #: on the kernel search, a probe at the chosen scale changed no choice).
     _warm_refit = True
 
     _parameter_constraints: dict = {
@@ -430,9 +429,8 @@ class _BaseMarginSoftmaxCV(
             point, X, y_encoded, sample_weight, namespace
         )
         self._set_chosen({**point, **params}, head.path_name)
-        # The linear refit walks the same warm-started path on all the
-        # data, so the final model is the kind of model the folds scored
-        # (see _refit); the kernel refit is a cold fit at the chosen point.
+        # The linear refit walks the folds' warm path on all the data (the
+        # kind of model they scored); the kernel refit is cold at the point.
         values = head.path_values
         steps = values[: values.index(point[head.path_name]) + 1]
         start = clone(self._base_estimator()).set_params(**params)
@@ -512,8 +510,7 @@ class _BaseMarginSoftmaxCV(
             keep_models, self.verbose, self._prepare_fold, min_tol,
         )  # fmt: skip
         name = type(self).__name__
-        # scikit-learn's Parallel carries the configuration to joblib's
-        # workers: array API folds need dispatch on there too.
+        # scikit-learn's Parallel carries array API dispatch to the workers.
         jobs = [
             delayed(fit_fold)(
                 clone(base),
