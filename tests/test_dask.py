@@ -298,6 +298,37 @@ def test_a_streamed_start_keeps_no_chunk_cosines(sync, monkeypatch):
     assert_array_equal(starts[1], starts[0])
 
 
+def test_persisted_chunks_keep_no_cosines_that_outweigh_them(sync, monkeypatch):
+    # Persisted chunks are sized by their rows; the start's kept cosines are
+    # 8 K bytes a row more (with 5 float32 features and 30 classes, 240
+    # against 28). Where rows and cosines together fail the persist rule the
+    # start keeps none, and steps as streamed chunks do.
+    made, most_alive = [], [0]
+
+    def problem_spy(*args):
+        most_alive[0] = max(most_alive[0], sum(ref() is not None for ref in made))
+        problem = chunk_intercept_problem(*args)
+        made.append(weakref.ref(problem))
+        return problem
+
+    chunk_intercept_problem = dask_objective.chunk_intercept_problem
+    monkeypatch.setattr(dask_objective, "chunk_intercept_problem", problem_spy)
+    monkeypatch.setattr(dask_module, "persist_chunks", None)
+    # the memory rule, by columns: the rows (6 with the lift) pass, and with
+    # the cosines of 3 classes (6 more), not those of 30 (60 more)
+    monkeypatch.setattr(dask_module, "_should_persist", lambda n, c, size: c <= 20)
+    for n_classes, kept in ((3, True), (30, False)):
+        X, y = _data(n=600, n_classes=n_classes)
+        X_dask, y_dask = _dask(X.astype(np.float32), y)
+        made.clear()
+        most_alive[0] = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # max_iter=1: only the start
+            MarginSoftmaxClassifier(max_iter=1).fit(X_dask, y_dask)
+        assert (most_alive[0] == X_dask.numblocks[0] - 1) is kept
+        assert (len(made) == X_dask.numblocks[0]) is kept
+
+
 def test_warm_start_refit_on_dask(sync):
     X, y = _data()
     X_dask, y_dask = _dask(X, y)
@@ -507,6 +538,13 @@ def test_bad_input_raises(sync, change, match):
         MarginSoftmaxClassifier().fit(da.from_array(X, chunks=30), y, sample_weight=w)
 
 
+def _near_overflow(n):
+    top = np.finfo(np.float64).max
+    w = np.zeros(n)
+    w[:6] = [top / 2, 2.0**968, 2.0**968, top / 2, 2.0**968, 2.0**968]
+    return w
+
+
 @pytest.mark.parametrize(
     ("weights", "class_weight"),
     [
@@ -518,6 +556,9 @@ def test_bad_input_raises(sync, change, match):
         (lambda w: w, {0: 0.0, 1: 0.0, 2: 0.0}),
         # each weight finite, their total not: refused before the fit
         (lambda w: 1e308 * w, None),
+        # a float sum of exactly the largest float, an exact total half an
+        # ulp beyond it (which rounds to infinity): decided on the exact one
+        (lambda w: _near_overflow(len(w)), None),
         (lambda w: 1e308 * w, "balanced"),
         (lambda w: 1e307 * w, {0: 1.0, 1: 10.0, 2: 10.0}),
     ],
@@ -532,6 +573,20 @@ def test_weight_errors_are_the_in_memory_ones(sync, weights, class_weight):
     with pytest.raises(ValueError) as on_dask:
         clf.fit(da.from_array(X, chunks=30), y, sample_weight=w)
     assert str(on_dask.value) == str(in_memory.value)
+
+
+def test_a_one_row_chunk_counts_its_weight_once(sync):
+    # The chunks' weight extremes are no weights: a one-row chunk's minimum
+    # and maximum are its one weight, and their sum made a finite total of
+    # 1e308 look infinite on Dask only.
+    X, y = _data(n=100)
+    w = np.ones(len(y))
+    w[0] = 1e308
+    clf = MarginSoftmaxClassifier(max_iter=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (max_iter=3)
+        clf.fit(X, y, sample_weight=w)
+        clf.fit(da.from_array(X, chunks=((1, 99), 2)), y, sample_weight=w)
 
 
 @pytest.mark.parametrize("loss", ["am-softmax", "a-softmax", "softmax"])

@@ -94,25 +94,36 @@ def check_weights(sample_weight, n_samples, *, name="sample_weight"):
     return sample_weight
 
 
-def _check_weight_values(weights, name):
+def _check_weight_values(weights, name, total=True):
+    """Refuse weights that are not finite, negative, of zero or infinite total.
+
+    ``total=False`` (the Dask fit's check of the chunks' extremes, which are
+    not the weights) leaves the total to :func:`check_weight_total`.
+    """
     if not np.all(np.isfinite(weights)):
         raise ValueError(f"{name} must be finite; it contains NaN or infinity.")
     if np.any(weights < 0):
         raise ValueError(f"Negative values in data passed to {name}.")
-    with np.errstate(over="ignore"):  # refused below, by name
-        total = weights.sum()
-    if weights.size and not total > 0:
+    with np.errstate(over="ignore"):  # an infinite total is refused below
+        total_float = weights.sum()
+    if weights.size and not total_float > 0:
         raise ValueError(
             f"{name} sums to zero: at least one sample must have a positive weight."
         )
-    check_weight_total(total, name)
+    if total and not total_float < np.finfo(np.float64).max / 2:
+        # Near overflow the rounded float sum depends on its order: decide on
+        # the exact total, rounded once, as the Dask fit does.
+        from ..features._gamma import exact_sum
+
+        check_weight_total(rounded_totals([exact_sum(weights)])[0], name)
 
 
 def check_weight_total(total, name):
     """Refuse weights whose total overflows float64 (each weight finite).
 
-    The objective divides by the total: an infinite one leaves a zero loss
-    and NaN steps. The Dask fit checks its exact total with the same message.
+    ``total`` is the exact total rounded once (:func:`rounded_totals`), in
+    memory and in the Dask fit alike. The objective divides by it: an
+    infinite one leaves a zero loss and NaN steps.
     """
     if not np.isfinite(total):
         raise ValueError(

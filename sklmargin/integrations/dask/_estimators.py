@@ -200,6 +200,18 @@ def _should_persist(n_rows, n_features, itemsize):
     return not memory or size <= 0.5 * memory
 
 
+def _keeps_cosines(source, n_features, n_classes):
+    """Whether the start keeps each chunk's ``n_c x K`` float64 cosines.
+
+    Only beside persisted chunks (the last :meth:`_Source.chunks`), and only
+    where rows and cosines together meet the persist rule: with few features
+    and many classes the cosines outweigh the rows many times over.
+    """
+    itemsize = source.dtype.itemsize
+    columns = n_features + -(-8 * n_classes // itemsize)  # the cosines' share
+    return source.persisted and _should_persist(source.n_samples, columns, itemsize)
+
+
 def _delayed_map(function, columns, *args):
     """``function(*row_blocks, *args)`` per row chunk, as delayed tasks."""
     import dask
@@ -290,7 +302,8 @@ def _classes_and_weights(source, class_weight):
     """
     labels, chunk_totals, extremes = zip(*source.chunk_totals, strict=True)
     classes = encode_labels(np.concatenate(labels))[0]
-    _check_weight_values(np.asarray(extremes, dtype=np.float64), "sample_weight")
+    extremes = np.asarray(extremes, dtype=np.float64)
+    _check_weight_values(extremes, "sample_weight", total=False)
     per_chunk = [[0] * len(classes) for _ in labels]
     for row, chunk_labels in enumerate(labels):
         for index, total in zip(
@@ -307,7 +320,7 @@ def _classes_and_weights(source, class_weight):
         tasks = _delayed_map(_effective_totals, (source.encoded,), len(classes))
         per_chunk, extremes = zip(*dask.compute(*tasks), strict=True)
         extremes = np.asarray(extremes, dtype=np.float64)
-        _check_weight_values(extremes, "sample_weight * class_weight")
+        _check_weight_values(extremes, "sample_weight * class_weight", total=False)
         effective = sum(sum(row) for row in per_chunk)
         check_weight_total(
             rounded_totals([effective])[0], "sample_weight * class_weight"
@@ -361,14 +374,16 @@ def fit_dask(estimator, X, y, sample_weight=None):
     )  # fmt: skip
     objective = DaskMarginObjective(
         chunks, sw_total, n_rows, constant, len(classes), margin, m, s,
-        estimator.C, estimator.fit_intercept, dtype, source.persisted,
+        estimator.C, estimator.fit_intercept, dtype,
+        _keeps_cosines(source, n_rows, len(classes)),
     )  # fmt: skip
 
     def softmax_problem():  # plain softmax over the raw feature chunks
+        raw_chunks = source.chunks(keep, mapper, False, 0.0, n_features)
         return DaskMarginObjective(
-            source.chunks(keep, mapper, False, 0.0, n_features), sw_total,
-            n_features, 0.0, len(classes), Softmax(), 0.0, 1.0, estimator.C,
-            estimator.fit_intercept, persisted=source.persisted,
+            raw_chunks, sw_total, n_features, 0.0, len(classes), Softmax(), 0.0,
+            1.0, estimator.C, estimator.fit_intercept,
+            keep_cosines=_keeps_cosines(source, n_features, len(classes)),
         )  # fmt: skip
 
     def class_sums():  # the chunks' class sums, added in chunk order

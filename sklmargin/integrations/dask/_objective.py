@@ -21,8 +21,8 @@ scheduling, so a fit is reproducible); ``K x M`` floats per group come back
 to the client, where L-BFGS runs. The L2 penalty is added once there, by the
 objectives' shared :class:`~sklmargin.objective._interface.ObjectiveBase`.
 The start's bias-only problem is each chunk's in-memory one (its float64
-cosines): persisted chunks keep it on their worker (one pass, then ``O(n_c K)``
-a step), streamed ones recompute it at each step
+cosines): persisted chunks whose cosines fit beside them keep it on their
+worker (one pass, then ``O(n_c K)`` a step), others recompute it at each step
 (:meth:`DaskMarginObjective.intercept_problem`).
 
 Chunks are *prepared* (feature map, lift, unit rows) by :func:`prepare_chunk`
@@ -127,7 +127,7 @@ def chunk_evaluation(chunk, spec, params, state=None, with_gradient=True):
 
 @dataclass
 class ChunkIntercept:
-    """One chunk's bias-only problem, kept on its worker between steps.
+    """One chunk's bias-only problem (kept between steps, or built for one).
 
     Attributes
     ----------
@@ -137,8 +137,8 @@ class ChunkIntercept:
     fraction : float
         The chunk's share ``S_c / S``.
     nbytes : int
-        The memory it keeps (cosines, labels, weights): its ``sizeof`` for
-        Dask's memory accounting, which cannot see into ``function``.
+        About the memory it keeps (cosines, labels, weights): its ``sizeof``
+        for Dask's memory accounting, which cannot see into ``function``.
     """
 
     function: object
@@ -158,8 +158,8 @@ def chunk_intercept_problem(chunk, spec, params):
     """Return the chunk's :class:`ChunkIntercept` (one forward GEMM)."""
     objective, fraction = _chunk_objective(chunk, spec)
     function = objective.intercept_problem(params)
-    # Its steps read the cosines, labels and weights: a streamed chunk's rows
-    # are not kept alive with it.
+    # Its steps read only the cosines, labels and weights: the problem does
+    # not hold the chunk's rows.
     objective.rows = objective.X = objective.norms = None
     kept = len(chunk.y) * spec[3] * 8 + chunk.y.nbytes + chunk.sample_weight.nbytes
     return ChunkIntercept(function, fraction, kept)
@@ -311,15 +311,16 @@ class DaskMarginObjective(ObjectiveBase):
     fit_intercept : bool
     dtype : numpy dtype, default=np.float64
         The data's dtype (that of the fitted attributes).
-    persisted : bool, default=True
-        Whether ``chunks`` are persisted on the workers. If not (streamed:
-        judged too big to hold), the start's bias-only problem keeps no
-        per-chunk cosines either, which are ``n_classes x 8`` bytes a row.
+    keep_cosines : bool, default=True
+        Whether the start's bias-only problem keeps each chunk's float64
+        cosines (``n_classes x 8`` bytes a row) on its worker: for persisted
+        chunks whose cosines fit beside them. If not (streamed chunks, or
+        cosines too large), each step computes them afresh.
     """
 
     def __init__(
         self, chunks, sw_total, n_features, constant, n_classes, margin, m, s, C,
-        fit_intercept, dtype=np.float64, persisted=True,
+        fit_intercept, dtype=np.float64, keep_cosines=True,
     ):  # fmt: skip
         self._setup(margin, m, s, C, n_classes, n_features, fit_intercept, sw_total)
         self.chunks, self.constant, self.dtype = (
@@ -327,14 +328,14 @@ class DaskMarginObjective(ObjectiveBase):
             float(constant),
             np.dtype(dtype),
         )
-        self.persisted = bool(persisted)
+        self.keep_cosines = bool(keep_cosines)
 
     def with_margin(self, margin):
         """Return the same problem (same persisted chunks) under another margin."""
         return DaskMarginObjective(
             self.chunks, self.sw_sum, self.n_features, self.constant, self.n_classes,
             margin, self.m, self.s, self.C, self.fit_intercept, self.dtype,
-            self.persisted,
+            self.keep_cosines,
         )  # fmt: skip
 
     def _graph_inputs(self, params, lam, evaluation=True):
@@ -378,9 +379,10 @@ class DaskMarginObjective(ObjectiveBase):
         Each chunk's in-memory bias-only problem
         (:meth:`LinearMarginObjective.intercept_problem`: one forward GEMM,
         its cosines in float64), the chunks' shares summed in chunk order: the
-        in-memory start. Persisted chunks keep their problem (``n_c x K``
-        cosines) on their worker: one pass, then ``O(n_c K)`` per step.
-        Streamed chunks, judged too big to hold, keep nothing: each step
+        in-memory start. With ``keep_cosines`` each chunk's problem (``n_c x
+        K`` cosines) stays on its worker: one pass, then ``O(n_c K)`` per
+        step. Otherwise (streamed chunks, or cosines too large) nothing is
+        kept: each step
         computes the cosines afresh (a forward GEMM per chunk per step, the
         same cosines, so the same steps). Through full evaluations instead,
         float32 steps stopped on the objective's round-off, away from the
@@ -390,14 +392,14 @@ class DaskMarginObjective(ObjectiveBase):
 
         spec, params_node = self._graph_inputs(params, 0.0, evaluation=False)
         penalty = self.penalty(params)
-        if self.persisted:
+        if self.keep_cosines:
             problems = persist_here(
                 map_chunks(chunk_intercept_problem, self.chunks, spec, params_node)
             )
 
         def on_chunk_cosines(intercept):
             intercept = dask.delayed(np.array(intercept, dtype=np.float64), pure=False)
-            if self.persisted:
+            if self.keep_cosines:
                 steps = map_chunks(ChunkIntercept.__call__, problems, intercept)
             else:
                 steps = map_chunks(
