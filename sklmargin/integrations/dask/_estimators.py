@@ -67,6 +67,7 @@ from ._objective import (
     chunk_lift_statistics,
     map_chunks,
     ordered_sum,
+    persist_here,
     prepare_chunk,
 )
 
@@ -254,8 +255,6 @@ class _Source:
         return dask.compute(*_delayed_map(_on_chunk, columns, function, *args))
 
     def chunks(self, keep, mapper, normalize, constant, n_features):
-        import dask
-
         columns = (self.x_blocks, self.encoded)
         tasks = _delayed_map(_prepare, columns, mapper, normalize, constant)
         chunks = [task for task, k in zip(tasks, keep, strict=True) if k]
@@ -263,7 +262,7 @@ class _Source:
             self.n_samples, n_features, self.dtype.itemsize
         )
         if self.persisted:
-            chunks = list(dask.persist(*chunks))
+            chunks = list(persist_here(chunks))
         return chunks
 
 
@@ -289,7 +288,7 @@ def _fit_input_transform(estimator, X, y, sample_weight, classes, factors):
 
 
 def _classes_and_weights(source, class_weight):
-    """Classes, ``class_weight`` factors, effective class and chunk totals.
+    """Classes, ``class_weight`` factors, effective class, chunk and overall totals.
 
     The in-memory fit's label and weight checks, on what the chunks reported:
     :func:`~sklmargin._utils.validation.encode_labels` on their distinct
@@ -321,13 +320,12 @@ def _classes_and_weights(source, class_weight):
         per_chunk, extremes = zip(*dask.compute(*tasks), strict=True)
         extremes = np.asarray(extremes, dtype=np.float64)
         _check_weight_values(extremes, "sample_weight * class_weight", total=False)
-        effective = sum(sum(row) for row in per_chunk)
-        check_weight_total(
-            rounded_totals([effective])[0], "sample_weight * class_weight"
-        )
-    totals = [sum(column) for column in zip(*per_chunk, strict=True)]
     chunk_sums = [sum(row) for row in per_chunk]
-    return classes, factors, rounded_totals(totals), chunk_sums
+    sw_total = rounded_totals([sum(chunk_sums)])[0]
+    if factors is not None:  # (without, it is the total checked above)
+        check_weight_total(sw_total, "sample_weight * class_weight")
+    totals = [sum(column) for column in zip(*per_chunk, strict=True)]
+    return classes, factors, rounded_totals(totals), chunk_sums, float(sw_total)
 
 
 def fit_dask(estimator, X, y, sample_weight=None):
@@ -339,10 +337,9 @@ def fit_dask(estimator, X, y, sample_weight=None):
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"Found array with shape {X.shape}; need at least 1x1.")
     source = _Source(X, y, sample_weight)
-    classes, factors, totals, chunk_sums = _classes_and_weights(
+    classes, factors, totals, chunk_sums, sw_total = _classes_and_weights(
         source, estimator.class_weight
     )
-    sw_total = float(rounded_totals([sum(chunk_sums)])[0])
     keep = [total > 0 for total in chunk_sums]
     estimator.classes_ = classes
     transform = _fit_input_transform(estimator, X, y, sample_weight, classes, factors)

@@ -366,10 +366,8 @@ class DaskMarginObjective(ObjectiveBase):
 
     def value_and_state(self, params, *, lam=0.0):
         """Exact objective and a :class:`ChunkStates` handle (states stay remote)."""
-        import dask
-
         inputs = self._graph_inputs(params, lam)
-        results = dask.persist(*map_chunks(_exact, self.chunks, *inputs))
+        results = persist_here(map_chunks(_exact, self.chunks, *inputs))
         value = ordered_sum(map_chunks(operator.getitem, results, 0))
         return float(value) + self.penalty(params), ChunkStates(results)
 
@@ -382,11 +380,10 @@ class DaskMarginObjective(ObjectiveBase):
         in-memory start. With ``keep_cosines`` each chunk's problem (``n_c x
         K`` cosines) stays on its worker: one pass, then ``O(n_c K)`` per
         step. Otherwise (streamed chunks, or cosines too large) nothing is
-        kept: each step
-        computes the cosines afresh (a forward GEMM per chunk per step, the
-        same cosines, so the same steps). Through full evaluations instead,
-        float32 steps stopped on the objective's round-off, away from the
-        in-memory start.
+        kept: each step computes the cosines afresh (a forward GEMM per chunk
+        per step, the same cosines, so the same steps). Through full
+        evaluations instead, float32 steps stopped on the objective's
+        round-off, away from the in-memory start.
         """
         import dask
 
